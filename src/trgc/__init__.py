@@ -1,0 +1,40 @@
+"""trgc: grammar-constrained decoding toolchain.
+
+The public API is loaded lazily so that `import trgc` stays cheap and never imports typer,
+rich or numba:
+
+    art = trgc.compile_grammar(text)          # trg-1 source -> Artifact
+    art = trgc.compile_schema(schema)         # JSON Schema (trj-1) -> Artifact
+    art = trgc.load_artifact(path)
+    trgc.check(art, data)                     # membership of a byte string
+    tok = trgc.load_tokenizer(path)           # token-byte table (.trt) or tokenizer folder
+    m = trgc.Matcher(art, tok)                # per-sequence token masks
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+from trgc.errors import TrgcError
+from trgc.limits import DEFAULT_LIMITS, Limits
+
+__version__ = "0.1.0"
+
+# public name -> module that defines it
+_LAZY: dict[str, str] = {}
+
+__all__ = ["TrgcError", "Limits", "DEFAULT_LIMITS", "__version__", *_LAZY]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'trgc' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

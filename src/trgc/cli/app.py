@@ -1,0 +1,50 @@
+"""The `trgc` command: a typer application assembled from one module per command group.
+
+Command modules import library code inside their functions so that `trgc --help` starts fast
+and never loads numba.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+
+import typer
+
+from trgc import __version__
+
+app = typer.Typer(
+    name="trgc",
+    help="Grammar-constrained decoding toolchain: compile grammars and JSON Schemas into "
+    "canonical SHA-256-identified artifacts, build verified token-byte tables, precompute "
+    "token masks, replay decoding traces bit for bit.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+# Each module defines `register(app)`; order here is the order of `trgc --help`.
+COMMAND_MODULES: tuple[str, ...] = (
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"trgc {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
+) -> None:
+    """trgc: grammar-constrained decoding toolchain."""
+
+
+for _name in COMMAND_MODULES:
+    import_module(_name).register(app)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

@@ -1,0 +1,77 @@
+"""What every command shares: error reporting, exit statuses, JSON and rich output.
+
+Library code never prints or exits; commands call the library inside `reporting_errors`, which
+turns a `TrgcError` into a diagnostic on stderr (or a JSON error document with `--json`) and
+the exit status DESIGN.md assigns to its code. stdout carries only results.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+import traceback
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import typer
+
+from trgc.errors import EXIT_INTERNAL, TrgcError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def stderr_console():
+    from rich.console import Console
+
+    return Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def stdout_console():
+    from rich.console import Console
+
+    return Console(highlight=False, soft_wrap=True)
+
+
+def print_json(document: object) -> None:
+    """Print exactly one JSON document on stdout (sorted keys, UTF-8, newline-terminated)."""
+    sys.stdout.write(json.dumps(document, sort_keys=True, ensure_ascii=False, indent=2) + "\n")
+    sys.stdout.flush()
+
+
+def report_error(error: TrgcError, as_json: bool) -> None:
+    """Write one diagnostic for `error` on stderr: code, position, message, hint."""
+    if as_json:
+        sys.stderr.write(json.dumps({"error": error.to_dict()}, sort_keys=True, ensure_ascii=False) + "\n")
+        return
+    console = stderr_console()
+    where = error.location()
+    console.print(f"[bold red]error[/] [bold]{error.code}[/]" + (f" at {where}" if where else ""), markup=True)
+    console.print(f"  {error.message}", markup=False)
+    if error.hint:
+        console.print(f"  hint: {error.hint}", markup=False)
+
+
+def reporting_errors(func: F) -> F:
+    """Wrap a command: map `TrgcError` to its exit status, anything unexpected to 70."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        as_json = bool(kwargs.get("as_json", False))
+        try:
+            return func(*args, **kwargs)
+        except TrgcError as error:
+            report_error(error, as_json)
+            raise typer.Exit(error.exit_status) from None
+        except (typer.Exit, typer.Abort, KeyboardInterrupt):
+            raise
+        except Exception as exc:  # an internal bug: say so, with the traceback for a report
+            traceback.print_exc(file=sys.stderr)
+            error = TrgcError("E_INTERNAL", f"internal error: {type(exc).__name__}: {exc}", hint="please report this with the input that caused it")
+            report_error(error, as_json)
+            raise typer.Exit(EXIT_INTERNAL) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+JSON_OPTION_HELP = "Print one machine-readable JSON document on stdout instead of a table."

@@ -1,0 +1,68 @@
+"""The arena-indexed grammar AST shared by the trg-1 parser and the trj-1 (JSON Schema) lowering.
+
+Nodes live in one flat list and refer to each other by index, so that no stage needs Python
+recursion proportional to the input's nesting. Every node carries the 1-based line and column
+of the source construct it came from (for JSON Schema lowering: line 0 and a JSON pointer in
+`Rule.pointer` instead).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+
+class Kind(IntEnum):
+    """Node kinds. The payload each kind carries is listed beside it."""
+
+    EMPTY = 0  # matches the empty string; no payload
+    LITERAL = 1  # payload: bytes (valid UTF-8, non-empty)
+    CLASS = 2  # payload: tuple[(lo, hi), ...] of Unicode scalar ranges, sorted, disjoint, no surrogates
+    SPECIAL = 3  # payload: str, the special token's name
+    REF = 4  # payload: str, the referenced rule's name
+    SEQ = 5  # children: the items in order
+    ALT = 6  # children: the alternatives in order
+    REPEAT = 7  # children: (item,); payload: (min, max) with max None for unbounded
+
+
+@dataclass(frozen=True)
+class Node:
+    kind: Kind
+    line: int
+    column: int
+    children: tuple[int, ...] = ()
+    payload: object = None
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    body: int  # node index
+    line: int
+    column: int
+    pointer: str | None = None  # JSON pointer when the rule came from a JSON Schema
+
+
+@dataclass
+class Grammar:
+    """A whole grammar: the node arena, the rules in source order, and the directives."""
+
+    nodes: list[Node] = field(default_factory=list)
+    rules: list[Rule] = field(default_factory=list)
+    start: str | None = None
+    max_depth: int | None = None
+    source_kind: str = "trg"  # "trg" or "trj"
+    source_sha256: str = ""
+    options: dict[str, object] = field(default_factory=dict)  # lowering options recorded in metadata
+
+    def add(self, kind: Kind, line: int, column: int, children: tuple[int, ...] = (), payload: object = None) -> int:
+        """Append a node and return its index."""
+        self.nodes.append(Node(kind, line, column, children, payload))
+        return len(self.nodes) - 1
+
+    def rule_index(self) -> dict[str, int]:
+        """Rule name -> position in `rules` (the first definition wins; duplicates are an analysis error)."""
+        index: dict[str, int] = {}
+        for i, rule in enumerate(self.rules):
+            index.setdefault(rule.name, i)
+        return index

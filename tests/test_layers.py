@@ -1,0 +1,80 @@
+"""Imports point down the layer stack only (DESIGN.md "Layers"); `import trgc` stays light."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "trgc"
+
+# layer -> the trgc layers it may import (besides itself)
+ALLOWED: dict[str, set[str]] = {
+    "errors": set(),
+    "limits": {"errors"},
+    "grammar": {"errors", "limits"},
+    "automata": {"errors", "limits", "grammar"},
+    "artifact": {"errors", "limits", "grammar", "automata"},
+    "tokenizer": {"errors", "limits"},
+    "engine": {"errors", "limits", "grammar", "automata", "artifact", "tokenizer"},
+    "decode": {"errors", "limits", "grammar", "automata", "artifact", "tokenizer", "engine"},
+    "tools": {"errors", "limits"},
+}
+
+
+def _layer_of(path: Path) -> str:
+    rel = path.relative_to(SRC)
+    return rel.parts[0].removesuffix(".py")
+
+
+def _trgc_imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module]
+        else:
+            continue
+        for name in names:
+            parts = name.split(".")
+            if parts[0] == "trgc" and len(parts) > 1:
+                found.add(parts[1])
+    return found
+
+
+def test_imports_point_down_only():
+    violations = []
+    for path in sorted(SRC.rglob("*.py")):
+        layer = _layer_of(path)
+        if layer not in ALLOWED:
+            continue  # the package root, cli and integrations sit on top
+        for imported in _trgc_imports(path) - {layer}:
+            if imported not in ALLOWED[layer]:
+                violations.append(f"{path.relative_to(SRC)} imports trgc.{imported}")
+    assert violations == []
+
+
+def test_import_trgc_loads_no_heavy_modules():
+    code = (
+        "import sys, trgc\n"
+        "heavy = [m for m in ('typer', 'rich', 'numba', 'torch', 'transformers') if m in sys.modules]\n"
+        "print(','.join(heavy))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
+
+
+def test_cli_help_does_not_load_numba():
+    code = (
+        "import sys\n"
+        "from typer.testing import CliRunner\n"
+        "from trgc.cli.app import app\n"
+        "result = CliRunner().invoke(app, ['--help'])\n"
+        "assert result.exit_code == 0, result.output\n"
+        "print('numba' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

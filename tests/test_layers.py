@@ -9,17 +9,18 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "trgc"
 
-# layer -> the trgc layers it may import (besides itself)
+# layer -> the trgc layers it may import (besides itself); errors, limits and atomic are the base
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "limits": {"errors"},
-    "grammar": {"errors", "limits"},
-    "automata": {"errors", "limits", "grammar"},
-    "artifact": {"errors", "limits", "grammar", "automata"},
-    "tokenizer": {"errors", "limits"},
-    "engine": {"errors", "limits", "grammar", "automata", "artifact", "tokenizer"},
-    "decode": {"errors", "limits", "grammar", "automata", "artifact", "tokenizer", "engine"},
-    "tools": {"errors", "limits"},
+    "atomic": {"errors"},
+    "grammar": {"errors", "limits", "atomic"},
+    "automata": {"errors", "limits", "atomic", "grammar"},
+    "artifact": {"errors", "limits", "atomic", "grammar", "automata"},
+    "tokenizer": {"errors", "limits", "atomic"},
+    "engine": {"errors", "limits", "atomic", "grammar", "automata", "artifact", "tokenizer"},
+    "decode": {"errors", "limits", "atomic", "grammar", "automata", "artifact", "tokenizer", "engine"},
+    "tools": {"errors", "limits", "atomic"},
 }
 
 

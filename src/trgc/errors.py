@@ -32,6 +32,17 @@ CODES: dict[str, str] = {
     # tokenizer
     # engine
     # decode
+    "E_COMPOSITION_MISMATCH": "a trace names an artifact or tokenizer other than the one given",
+    "E_CONSTRAINT_EMPTY_SET": "decoding stopped: the constraint allowed no token",
+    "E_LOGIT_POSITIVE_INFINITY": "decoding stopped: a logit was +inf",
+    "E_LOGITS_EXHAUSTED": "the logits file has fewer rows than the decoding needed",
+    "E_LOGITS_SOURCE": "a logits source is malformed (bad --logits value, shape or dtype)",
+    "E_SAMPLER_SETTINGS": "a sampler setting is out of range",
+    "E_SAMPLING_FAILURE": "decoding stopped: the sampling filters removed all probability mass",
+    "E_SIDECAR_FORMAT": "a trace's logits sidecar is malformed",
+    "E_SIDECAR_HASH": "a trace's logits sidecar does not match the SHA-256 recorded in the trace",
+    "E_TRACE_FORMAT": "a trace line is malformed, or has an unknown field, type or version",
+    "E_TRACE_TRUNCATED": "a trace ends before its final line",
     # tools
 }
 

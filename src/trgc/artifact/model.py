@@ -67,6 +67,32 @@ class Artifact:
     def n_symbols(self) -> int:
         return self.n_classes + len(self.specials)
 
+    @property
+    def sha256(self) -> str:
+        """The identity: `sha256:<hex>` of the canonical bytes (docs/artifact-format.md)."""
+        from trgc.artifact.codec import identity
+
+        return identity(self)
+
+    def to_bytes(self) -> bytes:
+        """The canonical uncompressed bytes (self-checked); their SHA-256 is the identity."""
+        from trgc.artifact.codec import encode
+
+        return encode(self)
+
+    def save(self, path) -> str:
+        """Write the zstd-framed file atomically; return the identity."""
+        from trgc.artifact.codec import save_artifact
+
+        return save_artifact(self, path)
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> Artifact:
+        """Decode and validate canonical bytes or a whole artifact file's bytes."""
+        from trgc.artifact.codec import from_file_bytes
+
+        return from_file_bytes(data)
+
     def special_symbol(self, name: str) -> int | None:
         """The symbol of a special token by name, or None if the grammar never names it."""
         try:

@@ -1,0 +1,569 @@
+"""The canonical binary layout of an artifact, its identity, and its zstd file container.
+
+`encode` turns an `Artifact` into canonical bytes (specified byte for byte in
+docs/artifact-format.md); the identity is the SHA-256 of those bytes. `decode` is the exact
+inverse and validates everything a consumer relies on (framing, digest, table shapes, action
+ranges, call targets), so a loaded artifact can be stepped without further checks. Files on disk
+are one zstd frame of the canonical bytes; compression never affects the identity.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import struct
+from pathlib import Path
+
+import numpy as np
+
+from trgc.artifact.model import Artifact, Machine
+from trgc.atomic import atomic_write, read_bytes
+from trgc.errors import TrgcError
+from trgc.limits import DEFAULT_LIMITS, Limits, check_limit
+
+MAGIC = b"TRGA"
+FORMAT_VERSION = 1
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+ZSTD_LEVEL = 12
+SECTIONS: tuple[bytes, ...] = (b"META", b"SPEC", b"BCLS", b"MACH", b"LIMT", b"SRCH", b"DGST")
+HEADER_SIZE = 8  # magic + version
+SECTION_HEADER_SIZE = 16  # tag, reserved u32, length u64
+SECTION_ALIGN = 8
+FIELD_ALIGN = 4
+DIGEST_SIZE = 32
+NO_SOURCE_HASH = bytes(DIGEST_SIZE)
+
+
+def canonical_json(value: object) -> bytes:
+    """Sorted keys, no whitespace, UTF-8, no NaN/Infinity."""
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    ).encode("utf-8")
+
+
+def _pad(n: int, align: int) -> int:
+    return -n % align
+
+
+# ---------------------------------------------------------------------------- encoding
+
+
+class _Writer:
+    """Appends little-endian fields; offsets are absolute in the canonical byte string."""
+
+    def __init__(self) -> None:
+        self.buf = bytearray()
+
+    def u32(self, value: int) -> None:
+        self.buf += struct.pack("<I", value)
+
+    def u64(self, value: int) -> None:
+        self.buf += struct.pack("<Q", value)
+
+    def raw(self, data: bytes) -> None:
+        self.buf += data
+
+    def align(self, align: int) -> None:
+        self.buf += bytes(_pad(len(self.buf), align))
+
+    def string(self, text: str) -> None:
+        data = text.encode("utf-8")
+        self.u32(len(data))
+        self.raw(data)
+        self.align(FIELD_ALIGN)
+
+    def section(self, tag: bytes, payload: bytes) -> None:
+        self.raw(tag)
+        self.u32(0)
+        self.u64(len(payload))
+        self.raw(payload)
+        self.align(SECTION_ALIGN)
+
+
+def _source_digest(metadata: dict) -> bytes:
+    value = metadata.get("source_sha256")
+    if value is None:
+        return NO_SOURCE_HASH
+    if not isinstance(value, str) or not value.startswith("sha256:") or len(value) != 71:
+        raise TrgcError(
+            "E_INTERNAL", f"metadata source_sha256 must be 'sha256:<64 hex>', got {value!r}"
+        )
+    try:
+        return bytes.fromhex(value[7:])
+    except ValueError:
+        raise TrgcError("E_INTERNAL", f"metadata source_sha256 is not hex: {value!r}") from None
+
+
+def _encode_unchecked(artifact: Artifact) -> bytes:
+    metadata = artifact.metadata
+    n_symbols = artifact.n_symbols
+    out = _Writer()
+    out.raw(MAGIC)
+    out.u32(FORMAT_VERSION)
+
+    out.section(b"META", canonical_json(metadata))
+
+    spec = _Writer()
+    spec.u32(len(artifact.specials))
+    for name in artifact.specials:
+        spec.string(name)
+    out.section(b"SPEC", bytes(spec.buf))
+
+    byte_class = np.asarray(artifact.byte_class)
+    if byte_class.shape != (256,) or byte_class.min() < 0 or byte_class.max() > 255:
+        raise TrgcError(
+            "E_INTERNAL", f"byte_class must be 256 values in 0..255, got shape {byte_class.shape}"
+        )
+    out.section(
+        b"BCLS", struct.pack("<I", artifact.n_classes) + byte_class.astype(np.uint8).tobytes()
+    )
+
+    # MACH offsets are relative to the payload start, which is 8-aligned, so 4-alignment
+    # inside the payload is 4-alignment in the whole byte string.
+    mach = _Writer()
+    mach.u32(artifact.max_depth)
+    mach.u32(len(artifact.machines))
+    mach.u32(n_symbols)
+    for machine in artifact.machines:
+        mach.string(machine.name)
+        accepting = np.asarray(machine.accepting)
+        table = np.asarray(machine.next)
+        calls = np.asarray(machine.calls, dtype=np.int64).reshape(-1, 2)
+        n_states = int(accepting.shape[0])
+        if table.shape != (n_states, n_symbols):
+            raise TrgcError(
+                "E_INTERNAL",
+                f"machine {machine.name!r}: next has shape {table.shape}, expected {(n_states, n_symbols)}",
+            )
+        mach.u32(n_states)
+        mach.u32(int(calls.shape[0]))
+        mach.raw(accepting.astype(np.uint8).tobytes())
+        mach.align(FIELD_ALIGN)
+        mach.raw(_int32_bytes(table, machine.name, "next"))
+        mach.raw(_int32_bytes(calls, machine.name, "calls"))
+    out.section(b"MACH", bytes(mach.buf))
+
+    limits = metadata.get("limits", {})
+    if not isinstance(limits, dict):
+        raise TrgcError("E_INTERNAL", "metadata limits must be an object")
+    limt = _Writer()
+    limt.u32(len(limits))
+    for name in sorted(limits):
+        value = limits[name]
+        if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < 2**64:
+            raise TrgcError(
+                "E_INTERNAL", f"limit {name!r} must be an unsigned 64-bit integer, got {value!r}"
+            )
+        limt.string(name)
+        limt.u64(value)
+    out.section(b"LIMT", bytes(limt.buf))
+
+    out.section(b"SRCH", _source_digest(metadata))
+    out.section(b"DGST", hashlib.sha256(out.buf).digest())
+    return bytes(out.buf)
+
+
+def _int32_bytes(array: np.ndarray, machine: str, what: str) -> bytes:
+    if array.size and (array.min() < -(2**31) or array.max() >= 2**31):
+        raise TrgcError("E_INTERNAL", f"machine {machine!r}: {what} values do not fit int32")
+    return np.ascontiguousarray(array, dtype="<i4").tobytes()
+
+
+def encode(artifact: Artifact) -> bytes:
+    """The canonical bytes of `artifact`, self-checked: decoding them and re-encoding gives the
+    same bytes, or `E_INTERNAL` (a compiler bug) is raised."""
+    cached = artifact._cache.get("canonical")
+    if cached is not None:
+        return cached
+    data = _encode_unchecked(artifact)
+    try:
+        again = _encode_unchecked(decode(data))
+    except TrgcError as error:
+        raise TrgcError(
+            "E_INTERNAL", f"encoded artifact fails its own validation: {error}"
+        ) from None
+    if again != data:
+        raise TrgcError(
+            "E_INTERNAL", "artifact self-check failed: decode and re-encode changed the bytes"
+        )
+    artifact._cache["canonical"] = data
+    return data
+
+
+def encoded_size(artifact: Artifact) -> int:
+    """An upper bound on the canonical size, computable before serialising (for the
+    compiled_bytes limit). Metadata, names and padding are bounded generously."""
+    size = HEADER_SIZE + len(SECTIONS) * (SECTION_HEADER_SIZE + SECTION_ALIGN)
+    size += len(canonical_json(artifact.metadata)) + 4 + 260 + 12 + DIGEST_SIZE * 2
+    size += sum(8 + len(name.encode("utf-8")) for name in artifact.specials)
+    size += sum(
+        16 + len(str(name).encode("utf-8")) for name in artifact.metadata.get("limits") or {}
+    )
+    for machine in artifact.machines:
+        n_states = machine.n_states
+        size += 16 + len(machine.name.encode("utf-8")) + n_states + 4
+        size += 4 * n_states * artifact.n_symbols + 8 * int(np.asarray(machine.calls).size // 2)
+    return size
+
+
+def identity_of_bytes(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def identity(artifact: Artifact) -> str:
+    """`sha256:<hex>` of the canonical bytes."""
+    cached = artifact._cache.get("sha256")
+    if cached is None:
+        cached = identity_of_bytes(encode(artifact))
+        artifact._cache["sha256"] = cached
+    return cached
+
+
+# ---------------------------------------------------------------------------- decoding
+
+
+def _corrupt(message: str) -> TrgcError:
+    return TrgcError(
+        "E_ARTIFACT_CORRUPT", message, hint="the file is damaged; recompile it from its source"
+    )
+
+
+def _truncated(message: str) -> TrgcError:
+    return TrgcError(
+        "E_ARTIFACT_TRUNCATED", message, hint="the file was cut short; recompile or copy it again"
+    )
+
+
+class _Reader:
+    """Reads little-endian fields of one section payload; overrunning it is corruption
+    (the section framing has already been checked against the byte string's length)."""
+
+    def __init__(self, data: bytes, start: int, end: int, tag: str) -> None:
+        self.data = data
+        self.pos = start
+        self.end = end
+        self.tag = tag
+
+    def take(self, n: int, what: str) -> bytes:
+        if n < 0 or self.pos + n > self.end:
+            raise _corrupt(f"section {self.tag}: {what} runs past the end of the section")
+        chunk = self.data[self.pos : self.pos + n]
+        self.pos += n
+        return chunk
+
+    def u32(self, what: str) -> int:
+        return struct.unpack("<I", self.take(4, what))[0]
+
+    def u64(self, what: str) -> int:
+        return struct.unpack("<Q", self.take(8, what))[0]
+
+    def align(self, align: int) -> None:
+        padding = self.take(_pad(self.pos, align), "padding")
+        if any(padding):
+            raise _corrupt(f"section {self.tag}: non-zero padding")
+
+    def string(self, what: str) -> str:
+        data = self.take(self.u32(f"{what} length"), what)
+        self.align(FIELD_ALIGN)
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise _corrupt(f"section {self.tag}: {what} is not valid UTF-8") from None
+
+    def finish(self) -> None:
+        if self.pos != self.end:
+            raise _corrupt(f"section {self.tag}: {self.end - self.pos} unexpected trailing bytes")
+
+
+def _frame_sections(data: bytes) -> dict[bytes, tuple[int, int]]:
+    """Check magic, version and section framing; return tag -> (payload start, end)."""
+    if len(data) < 4:
+        raise _truncated(f"artifact content is {len(data)} bytes, shorter than its header")
+    if data[:4] != MAGIC:
+        raise TrgcError(
+            "E_ARTIFACT_MAGIC",
+            f"content starts with {data[:4]!r}, not the artifact magic {MAGIC!r}",
+        )
+    if len(data) < HEADER_SIZE:
+        raise _truncated("artifact content ends inside its header")
+    version = struct.unpack_from("<I", data, 4)[0]
+    if version != FORMAT_VERSION:
+        raise TrgcError(
+            "E_ARTIFACT_VERSION",
+            f"artifact format version {version}; this trgc reads version {FORMAT_VERSION}",
+            hint="recompile the source with this trgc",
+        )
+    pos = HEADER_SIZE
+    sections: dict[bytes, tuple[int, int]] = {}
+    for tag in SECTIONS:
+        if pos + SECTION_HEADER_SIZE > len(data):
+            raise _truncated(f"artifact content ends before section {tag.decode()}")
+        found, reserved, length = struct.unpack_from("<4sIQ", data, pos)
+        if found != tag:
+            raise _corrupt(f"expected section {tag.decode()} at byte {pos}, found {found!r}")
+        if reserved != 0:
+            raise _corrupt(f"section {tag.decode()}: reserved field is {reserved}, expected 0")
+        if tag == b"DGST" and length != DIGEST_SIZE:
+            raise _corrupt("section DGST must hold a 32-byte SHA-256")
+        start = pos + SECTION_HEADER_SIZE
+        end = start + length
+        padded = end + _pad(end, SECTION_ALIGN)
+        if padded > len(data):
+            raise _truncated(
+                f"section {tag.decode()} declares {length} bytes but the content ends first"
+            )
+        if any(data[end:padded]):
+            raise _corrupt(f"section {tag.decode()}: non-zero padding")
+        sections[tag] = (start, end)
+        pos = padded
+    if pos != len(data):
+        raise _corrupt(f"{len(data) - pos} unexpected bytes after the last section")
+    digest_start, digest_end = sections[b"DGST"]
+    if (
+        hashlib.sha256(data[: digest_start - SECTION_HEADER_SIZE]).digest()
+        != data[digest_start:digest_end]
+    ):
+        raise _corrupt("content digest mismatch: the artifact's bytes were altered")
+    return sections
+
+
+def _decode_metadata(data: bytes, start: int, end: int) -> dict:
+    raw = data[start:end]
+    try:
+        metadata = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        raise _corrupt("section META is not UTF-8 JSON") from None
+    if not isinstance(metadata, dict):
+        raise _corrupt("section META must hold a JSON object")
+    if canonical_json(metadata) != raw:
+        raise _corrupt("section META is not canonical JSON (sorted keys, no whitespace)")
+    return metadata
+
+
+def _decode_specials(data: bytes, start: int, end: int) -> tuple[str, ...]:
+    reader = _Reader(data, start, end, "SPEC")
+    names = tuple(reader.string("special name") for _ in range(reader.u32("special count")))
+    reader.finish()
+    for name in names:
+        if not name:
+            raise _corrupt("section SPEC: empty special-token name")
+    encoded = [name.encode("utf-8") for name in names]
+    if any(a >= b for a, b in zip(encoded, encoded[1:], strict=False)):
+        raise _corrupt("section SPEC: names are not strictly ascending")
+    return names
+
+
+def _decode_byte_classes(data: bytes, start: int, end: int) -> tuple[np.ndarray, int]:
+    reader = _Reader(data, start, end, "BCLS")
+    n_classes = reader.u32("class count")
+    byte_class = np.frombuffer(reader.take(256, "byte classes"), dtype=np.uint8).copy()
+    reader.finish()
+    if not 1 <= n_classes <= 256:
+        raise _corrupt(f"section BCLS: class count {n_classes} outside 1..256")
+    used = np.unique(byte_class)
+    if int(used[-1]) >= n_classes or len(used) != n_classes:
+        raise _corrupt(f"section BCLS: classes used are not exactly 0..{n_classes - 1}")
+    return byte_class, n_classes
+
+
+def _decode_machines(
+    data: bytes, start: int, end: int, n_symbols_expected: int
+) -> tuple[int, tuple[Machine, ...]]:
+    reader = _Reader(data, start, end, "MACH")
+    max_depth = reader.u32("max_depth")
+    n_machines = reader.u32("machine count")
+    n_symbols = reader.u32("symbol count")
+    if max_depth < 1:
+        raise _corrupt("section MACH: max_depth must be at least 1")
+    if n_machines < 1:
+        raise _corrupt("section MACH: an artifact has at least one machine")
+    if n_symbols != n_symbols_expected:
+        raise _corrupt(
+            f"section MACH: {n_symbols} symbols, but classes + specials = {n_symbols_expected}"
+        )
+    raw: list[tuple[str, np.ndarray, np.ndarray, np.ndarray]] = []
+    for _ in range(n_machines):
+        name = reader.string("machine name")
+        n_states = reader.u32("state count")
+        n_calls = reader.u32("call count")
+        if n_states < 1:
+            raise _corrupt(f"section MACH: machine {name!r} has no states")
+        accepting = np.frombuffer(reader.take(n_states, "accepting flags"), dtype=np.uint8)
+        reader.align(FIELD_ALIGN)
+        table = np.frombuffer(
+            reader.take(4 * n_states * n_symbols, "transition table"), dtype="<i4"
+        )
+        calls = np.frombuffer(reader.take(8 * n_calls, "call table"), dtype="<i4")
+        raw.append((name, accepting, table.reshape(n_states, n_symbols), calls.reshape(n_calls, 2)))
+    reader.finish()
+    names = [name for name, *_ in raw]
+    if len(set(names)) != len(names) or not all(names):
+        raise _corrupt("section MACH: machine names must be non-empty and unique")
+    machines = []
+    for name, accepting, table, calls in raw:
+        if accepting.size and int(accepting.max()) > 1:
+            raise _corrupt(f"machine {name!r}: accepting flags must be 0 or 1")
+        n_states, n_calls = accepting.shape[0], calls.shape[0]
+        if table.size and (int(table.max()) >= n_states or int(table.min()) < -1 - n_calls):
+            raise _corrupt(
+                f"machine {name!r}: a transition targets a state or call edge that does not exist"
+            )
+        for callee, ret in calls.tolist():
+            if not 0 <= callee < n_machines:
+                raise _corrupt(f"machine {name!r}: call to machine {callee}, which does not exist")
+            if not 0 <= ret < n_states:
+                raise _corrupt(
+                    f"machine {name!r}: call returns to state {ret}, which does not exist"
+                )
+        machines.append(
+            Machine(
+                name=name,
+                accepting=accepting.astype(bool),
+                next=table.astype(np.int32),
+                calls=calls.astype(np.int32),
+            )
+        )
+    return max_depth, tuple(machines)
+
+
+def _decode_limits(data: bytes, start: int, end: int) -> dict[str, int]:
+    reader = _Reader(data, start, end, "LIMT")
+    limits: dict[str, int] = {}
+    previous = b""
+    for _ in range(reader.u32("limit count")):
+        name = reader.string("limit name")
+        value = reader.u64("limit value")
+        key = name.encode("utf-8")
+        if not name or (limits and key <= previous):
+            raise _corrupt("section LIMT: names must be non-empty and strictly ascending")
+        previous = key
+        limits[name] = value
+    reader.finish()
+    return limits
+
+
+def decode(data: bytes) -> Artifact:
+    """Parse and validate canonical bytes. Errors: `E_ARTIFACT_MAGIC`, `E_ARTIFACT_VERSION`,
+    `E_ARTIFACT_TRUNCATED`, `E_ARTIFACT_CORRUPT`."""
+    data = bytes(data)
+    sections = _frame_sections(data)
+    metadata = _decode_metadata(data, *sections[b"META"])
+    specials = _decode_specials(data, *sections[b"SPEC"])
+    byte_class, n_classes = _decode_byte_classes(data, *sections[b"BCLS"])
+    max_depth, machines = _decode_machines(data, *sections[b"MACH"], n_classes + len(specials))
+    limits = _decode_limits(data, *sections[b"LIMT"])
+    if limits != metadata.get("limits", {}):
+        raise _corrupt("section LIMT disagrees with the metadata's limits")
+    source_start, source_end = sections[b"SRCH"]
+    source_hash = data[source_start:source_end]
+    if len(source_hash) != DIGEST_SIZE:
+        raise _corrupt("section SRCH must hold a 32-byte SHA-256")
+    expected_source = metadata.get("source_sha256")
+    if source_hash == NO_SOURCE_HASH:
+        if expected_source is not None:
+            raise _corrupt("section SRCH is empty but the metadata names a source hash")
+    elif expected_source != "sha256:" + source_hash.hex():
+        raise _corrupt("section SRCH disagrees with the metadata's source_sha256")
+    if "max_depth" in metadata and metadata["max_depth"] != max_depth:
+        raise _corrupt("section MACH max_depth disagrees with the metadata")
+    return Artifact(
+        metadata=metadata,
+        byte_class=byte_class,
+        n_classes=n_classes,
+        specials=specials,
+        machines=machines,
+        max_depth=max_depth,
+    )
+
+
+def from_canonical(data: bytes) -> Artifact:
+    """Decode canonical bytes and remember them as the artifact's identity source."""
+    artifact = decode(data)
+    artifact._cache["canonical"] = bytes(data)
+    return artifact
+
+
+# ---------------------------------------------------------------------------- container
+
+
+def compress(canonical: bytes) -> bytes:
+    """One zstd frame (fixed level, content size and checksum recorded)."""
+    import zstandard
+
+    return zstandard.ZstdCompressor(
+        level=ZSTD_LEVEL, write_checksum=True, write_content_size=True
+    ).compress(canonical)
+
+
+def decompress(blob: bytes, *, limits: Limits = DEFAULT_LIMITS) -> bytes:
+    """The canonical bytes inside a zstd file; checks the declared size against the
+    compiled_bytes limit before decompressing."""
+    import zstandard
+
+    if len(blob) < 4 or blob[:4] != ZSTD_MAGIC:
+        raise TrgcError(
+            "E_NOT_AN_ARTIFACT",
+            "not a trgc artifact: the file is not a zstd frame",
+            hint="artifacts are written by `trgc compile -o`",
+        )
+    try:
+        params = zstandard.get_frame_parameters(blob)
+    except zstandard.ZstdError:
+        raise _truncated("the zstd frame header is incomplete") from None
+    size = params.content_size
+    if (
+        size in (zstandard.CONTENTSIZE_UNKNOWN, zstandard.CONTENTSIZE_ERROR)
+        or not params.has_checksum
+    ):
+        raise _corrupt("the zstd frame lacks the content size or checksum every artifact records")
+    check_limit("compiled_bytes", size, limits.compiled_bytes, "artifact content size")
+    decompressor = zstandard.ZstdDecompressor().decompressobj()
+    try:
+        data = decompressor.decompress(blob)
+    except zstandard.ZstdError as exc:
+        raise _corrupt(f"the zstd frame is damaged ({exc})") from None
+    if not decompressor.eof:
+        raise _truncated("the zstd frame ends before its last block")
+    if decompressor.unused_data:
+        raise _corrupt(f"{len(decompressor.unused_data)} unexpected bytes after the zstd frame")
+    if len(data) != size:
+        raise _corrupt("the zstd frame's content size does not match its header")
+    return data
+
+
+def from_file_bytes(blob: bytes, *, limits: Limits = DEFAULT_LIMITS) -> Artifact:
+    """An artifact from file bytes (zstd container) or from canonical bytes."""
+    if blob[:4] == MAGIC:
+        return from_canonical(blob)
+    return from_canonical(decompress(blob, limits=limits))
+
+
+def to_file_bytes(artifact: Artifact) -> bytes:
+    return compress(encode(artifact))
+
+
+def save_artifact(artifact: Artifact, path: Path | str) -> str:
+    """Write the zstd container atomically; return the identity."""
+    atomic_write(Path(path), to_file_bytes(artifact))
+    return identity(artifact)
+
+
+def load_artifact(
+    path: Path | str, *, expect: str | None = None, limits: Limits | None = None
+) -> Artifact:
+    """Read and fully validate an artifact file; with `expect`, also require that identity
+    (`E_ARTIFACT_IDENTITY`)."""
+    blob = read_bytes(path)
+    try:
+        artifact = from_canonical(decompress(blob, limits=limits or DEFAULT_LIMITS))
+    except TrgcError as error:
+        if error.source is None:
+            error.source = str(path)
+        raise
+    if expect is not None and identity(artifact) != expect:
+        raise TrgcError(
+            "E_ARTIFACT_IDENTITY",
+            f"artifact identity is {identity(artifact)}, expected {expect}",
+            source=str(path),
+        )
+    return artifact

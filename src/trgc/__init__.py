@@ -22,7 +22,10 @@ from trgc.limits import DEFAULT_LIMITS, Limits
 __version__ = "0.1.0"
 
 # public name -> module that defines it
-_LAZY: dict[str, str] = {}
+_LAZY: dict[str, str] = {
+    "Matcher": "trgc.engine.matcher",
+    "MaskCache": "trgc.engine.cache",
+}
 
 __all__ = ["TrgcError", "Limits", "DEFAULT_LIMITS", "__version__", *_LAZY]
 

@@ -1,0 +1,141 @@
+"""The binding of one artifact to one token table: everything a mask needs, as flat arrays.
+
+Special-token policy (`SPECIAL_POLICY`, part of every cache key):
+  * a name in the grammar's `special("...")` is looked up in the tokenizer's special tokens,
+    then in its added tokens (Qwen's `<tool_call>` is an added token with special=false); the
+    id found is matched *only* as that grammar symbol, never by its bytes. A name the tokenizer
+    lacks is `E_SPECIAL_TOKEN_MISSING` when the binding is made;
+  * EOS ids are allowed exactly in accepting configurations and never matched by bytes; an EOS
+    id that the grammar names with `special()` is a grammar symbol instead;
+  * every other token with kind normal or byte-fallback and at least one byte is matched by
+    its exact bytes; special tokens the grammar does not name and unused ids are never allowed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from trgc.artifact.model import Artifact
+from trgc.engine.config import Tables, flatten
+from trgc.errors import TrgcError
+
+SPECIAL_POLICY = "trgc-specials-1"
+KIND_NORMAL, KIND_BYTE, KIND_SPECIAL, KIND_UNUSED = 0, 1, 2, 3
+
+
+def artifact_id(artifact: Artifact) -> str:
+    """The artifact's identity: its `sha256`, or for hand-built artifacts without one a digest
+    of its tables (prefixed `tables:` so it can never collide with a real identity)."""
+    sha = getattr(artifact, "sha256", None)
+    if sha:
+        return str(sha)
+    digest = hashlib.sha256()
+    digest.update(repr((artifact.n_classes, artifact.specials, artifact.max_depth)).encode())
+    digest.update(np.asarray(artifact.byte_class, dtype=np.uint8).tobytes())
+    for m in artifact.machines:
+        for array, dtype in ((m.accepting, np.uint8), (m.next, "<i4"), (m.calls, "<i4")):
+            a = np.ascontiguousarray(array, dtype=dtype)
+            digest.update(repr(a.shape).encode() + a.tobytes())
+    return "tables:" + digest.hexdigest()
+
+
+def compiler_version(artifact: Artifact) -> str:
+    """The compiler version recorded in the artifact's metadata ('' when absent)."""
+    meta = artifact.metadata or {}
+    for key in ("compiler_version", "compiler"):
+        value = meta.get(key)
+        if isinstance(value, str):
+            return value
+        if isinstance(value, dict) and isinstance(value.get("version"), str):
+            return value["version"]
+    return ""
+
+
+@dataclass(frozen=True, eq=False)
+class Binding:
+    """An artifact bound to a token table (immutable; shared by every matcher over the pair)."""
+
+    tables: Tables
+    vocab_size: int
+    offsets: np.ndarray  # int64[V + 1]: token bytes in `data`
+    data: np.ndarray  # uint8
+    byte_token: np.ndarray  # bool[V]: matched by bytes
+    special_ids: np.ndarray  # int64[k]: token id of `artifact.specials[k]`
+    special_syms: np.ndarray  # int64[k]: grammar symbol of `artifact.specials[k]`
+    eos_ids: np.ndarray  # int64: ids allowed exactly in accepting configurations
+    node_byte: np.ndarray
+    node_depth: np.ndarray
+    subtree_end: np.ndarray
+    token_start: np.ndarray
+    token_ids: np.ndarray
+    trie_depth: int  # deepest trie node (longest token in bytes)
+    key: tuple[str, str, str, str]  # (artifact id, tokenizer sha256, compiler version, policy)
+
+    @property
+    def n_words(self) -> int:
+        return (self.vocab_size + 31) // 32
+
+    def token_bytes(self, token_id: int) -> bytes:
+        return self.data[self.offsets[token_id] : self.offsets[token_id + 1]].tobytes()
+
+
+def _special_id(tokenizer, name: str) -> int:
+    for table in (tokenizer.special_tokens, tokenizer.added_tokens):
+        if name in table:
+            return int(table[name])
+    raise TrgcError(
+        "E_SPECIAL_TOKEN_MISSING",
+        f"the grammar names special token {name!r}, which the tokenizer does not have",
+        hint="use a tokenizer that defines it, or change the grammar's special(...)",
+    )
+
+
+def bind(artifact: Artifact, tokenizer) -> Binding:
+    """Bind `artifact` to `tokenizer` (a `TokenTable`); memoised on the artifact per tokenizer."""
+    memo_key = ("engine.binding", tokenizer.sha256)
+    cached = artifact._cache.get(memo_key)
+    if cached is not None:
+        return cached
+    tables = flatten(artifact)
+    vocab = int(tokenizer.vocab_size)
+    special_ids = np.array([_special_id(tokenizer, n) for n in artifact.specials], dtype=np.int64)
+    special_syms = np.array(
+        [artifact.n_classes + k for k in range(len(artifact.specials))], dtype=np.int64
+    )
+    offsets = np.ascontiguousarray(tokenizer.offsets, dtype=np.int64)
+    kinds = np.asarray(tokenizer.kinds)
+    named = np.zeros(vocab, dtype=bool)
+    named[special_ids] = True
+    eos = np.array(sorted({int(i) for i in tokenizer.eos_ids}), dtype=np.int64)
+    eos = eos[~named[eos]] if eos.size else eos
+    byte_token = ((kinds == KIND_NORMAL) | (kinds == KIND_BYTE)) & (np.diff(offsets) > 0) & ~named
+    byte_token[eos] = False
+    trie = tokenizer.trie
+    node_depth = np.ascontiguousarray(trie.node_depth, dtype=np.int32)
+    binding = Binding(
+        tables=tables,
+        vocab_size=vocab,
+        offsets=offsets,
+        data=np.ascontiguousarray(tokenizer.data, dtype=np.uint8),
+        byte_token=byte_token,
+        special_ids=special_ids,
+        special_syms=special_syms,
+        eos_ids=eos,
+        node_byte=np.ascontiguousarray(trie.node_byte, dtype=np.uint8),
+        node_depth=node_depth,
+        subtree_end=np.ascontiguousarray(trie.subtree_end, dtype=np.int32),
+        token_start=np.ascontiguousarray(trie.token_start, dtype=np.int32),
+        token_ids=np.ascontiguousarray(trie.token_ids, dtype=np.int32),
+        trie_depth=int(node_depth.max()) if node_depth.size else 0,
+        key=(
+            artifact_id(artifact),
+            str(tokenizer.sha256),
+            compiler_version(artifact),
+            SPECIAL_POLICY,
+        ),
+    )
+    artifact._cache[memo_key] = binding
+    return binding

@@ -1,0 +1,220 @@
+"""`Matcher`: the per-sequence token-mask API over one artifact and one token table.
+
+A matcher holds a history of configurations (for `rollback`) and per-matcher scratch buffers;
+the binding of artifact and tokenizer is immutable and shared, caches are passed in explicitly.
+So matchers are thread-compatible: one thread per matcher, no hidden global state.
+
+Masks come, in order, from the in-memory `MaskCache` (whole configuration), a `FrameMasks`
+table (precomputed per top frame, with the context-dependent remainder checked against the
+live stack), or a fresh kernel walk of the trie.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from trgc.artifact.model import Artifact
+from trgc.engine.binding import bind
+from trgc.engine.bits import n_words, unpack
+from trgc.engine.cache import MaskCache
+from trgc.engine.config import (
+    START,
+    Config,
+    config_id,
+    frames,
+    is_accepting,
+    step,
+    step_bytes,
+)
+from trgc.engine.kernel import Scratch, add_symbol_tokens, mask_words
+from trgc.errors import TrgcError
+
+FORCED_BYTES_LIMIT = 4096
+
+
+class Matcher:
+    """Token masks for one decoding sequence constrained by `artifact` over `tokenizer`.
+
+    `cache` is an optional shared `MaskCache` (a private one is made otherwise);
+    `precomputed` an optional `FrameMasks` from `trgc masks precompute` for the same artifact,
+    tokenizer and compiler version (`E_CACHE_MISMATCH` otherwise). A grammar naming a special
+    token the tokenizer lacks raises `E_SPECIAL_TOKEN_MISSING`.
+    """
+
+    def __init__(
+        self,
+        artifact: Artifact,
+        tokenizer,
+        *,
+        cache: MaskCache | None = None,
+        precomputed=None,
+    ) -> None:
+        self._binding = bind(artifact, tokenizer)
+        self._cache = cache if cache is not None else MaskCache()
+        if precomputed is not None:
+            precomputed.require_key(self._binding.key)
+        self._precomputed = precomputed
+        self._scratch = Scratch(self._binding)
+        self._history: list[Config | None] = [START]
+        self.last_cache_hit = False
+
+    # -- state ---------------------------------------------------------------------------
+    @property
+    def vocab_size(self) -> int:
+        return self._binding.vocab_size
+
+    @property
+    def config(self) -> Config | None:
+        """The current configuration (global state ids, bottom first); None once terminated."""
+        return self._history[-1]
+
+    def frames(self) -> list[tuple[int, int]]:
+        """The current stack as `(machine, state)` pairs, bottom first ([] once terminated)."""
+        config = self.config
+        return [] if config is None else frames(self._binding.tables, config)
+
+    def config_id(self) -> str:
+        """A stable identity of the current configuration (`sha256:...`), used by traces."""
+        return config_id(self._binding.tables, self.config)
+
+    def is_accepting(self) -> bool:
+        """True when the output so far is a complete match (always true once terminated)."""
+        config = self.config
+        return config is None or is_accepting(self._binding.tables, config)
+
+    def is_terminated(self) -> bool:
+        """True after an EOS token was accepted; nothing is allowed any more."""
+        return self.config is None
+
+    @property
+    def n_advanced(self) -> int:
+        """Tokens advanced since the start (the most `rollback` can undo)."""
+        return len(self._history) - 1
+
+    # -- masks ---------------------------------------------------------------------------
+    def _words(self) -> np.ndarray:
+        config = self.config
+        binding = self._binding
+        key = (*binding.key, config)
+        words = self._cache.get(key)
+        self.last_cache_hit = words is not None
+        if words is not None:
+            return words
+        words = None
+        if config is not None and self._precomputed is not None:
+            words = self._precomputed.lookup(binding, config, self._scratch)
+            if words is not None:
+                self.last_cache_hit = True
+                add_symbol_tokens(binding, config, words)
+        if words is None:
+            words = mask_words(binding, config, self._scratch)
+        return self._cache.put(key, words)
+
+    def allowed_tokens(self) -> np.ndarray:
+        """bool[vocab_size]: the tokens allowed next."""
+        return unpack(self._words(), self.vocab_size)
+
+    def allowed_tokens_packed(self) -> np.ndarray:
+        """int32[ceil(V/32)]: bit `t % 32` of word `t // 32` set = token `t` allowed."""
+        return self._words().view(np.int32).copy()
+
+    def fill_bitmask(self, buffer: np.ndarray, index: int = 0) -> None:
+        """Write the packed mask into row `index` of a caller's int32 `(batch, ceil(V/32))`
+        buffer, without allocating."""
+        expected = n_words(self.vocab_size)
+        if not isinstance(buffer, np.ndarray):
+            raise TrgcError(
+                "E_BITMASK_BUFFER", f"expected a numpy array, got {type(buffer).__name__}"
+            )
+        if buffer.dtype != np.int32:
+            raise TrgcError("E_BITMASK_BUFFER", f"expected dtype int32, got {buffer.dtype}")
+        if buffer.ndim != 2 or buffer.shape[1] != expected:
+            raise TrgcError(
+                "E_BITMASK_BUFFER", f"expected shape (batch, {expected}), got {buffer.shape}"
+            )
+        if not buffer.flags.c_contiguous or not buffer.flags.writeable:
+            raise TrgcError("E_BITMASK_BUFFER", "expected a writeable C-contiguous buffer")
+        if not 0 <= index < buffer.shape[0]:
+            raise TrgcError(
+                "E_BITMASK_BUFFER", f"expected index in [0, {buffer.shape[0]}), got {index}"
+            )
+        np.copyto(buffer[index], self._words().view(np.int32))
+
+    def is_allowed(self, token_id: int) -> bool:
+        """Whether `token_id` may be advanced now (without computing the whole mask)."""
+        return self._next(token_id) is not False
+
+    # -- moves ---------------------------------------------------------------------------
+    def _next(self, token_id: int) -> Config | None | bool:
+        """The configuration after `token_id` (None = terminated by EOS), False if refused."""
+        config = self.config
+        b = self._binding
+        if config is None or not 0 <= token_id < b.vocab_size:
+            return False
+        hit = np.flatnonzero(b.special_ids == token_id)
+        if hit.size:
+            nxt = step(b.tables, config, int(b.special_syms[hit[0]]))
+            return False if nxt is None else nxt
+        if token_id in b.eos_ids:
+            return None if is_accepting(b.tables, config) else False
+        if not b.byte_token[token_id]:
+            return False
+        nxt = step_bytes(b.tables, config, b.token_bytes(token_id))
+        return False if nxt is None else nxt
+
+    def advance(self, token_id: int) -> None:
+        """Consume `token_id`; `E_TOKEN_NOT_ALLOWED` (and no state change) if it is not allowed.
+        An allowed EOS terminates the matcher."""
+        token_id = int(token_id)
+        nxt = self._next(token_id)
+        if nxt is False:
+            state = "terminated" if self.is_terminated() else f"configuration {self.config_id()}"
+            raise TrgcError(
+                "E_TOKEN_NOT_ALLOWED",
+                f"token {token_id} is not allowed in the {state}",
+                details={"token": token_id, "config_id": self.config_id()},
+            )
+        self._history.append(nxt)  # type: ignore[arg-type]
+
+    def rollback(self, n: int) -> None:
+        """Undo the last `n` advanced tokens (speculative decoding)."""
+        if not 0 <= n <= self.n_advanced:
+            raise TrgcError(
+                "E_ROLLBACK_TOO_FAR",
+                f"cannot roll back {n} tokens: {self.n_advanced} advanced since the start",
+            )
+        if n:
+            del self._history[-n:]
+
+    def reset(self) -> None:
+        """Back to the start configuration (history cleared)."""
+        self._history = [START]
+
+    def forced_bytes(self, limit: int = FORCED_BYTES_LIMIT) -> bytes:
+        """The longest byte string (up to `limit`) every continuation must start with.
+
+        Empty when the configuration is accepting (EOS may come next), when a special token is
+        admitted, or when two different bytes are viable.
+        """
+        config = self.config
+        b = self._binding
+        out = bytearray()
+        if config is None:
+            return b""
+        tables = b.tables
+        while len(out) < limit and not is_accepting(tables, config):
+            if any(step(tables, config, int(s)) is not None for s in b.special_syms):
+                break
+            viable = [c for c in range(tables.n_classes) if step(tables, config, c) is not None]
+            if len(viable) != 1:
+                break
+            members = np.flatnonzero(tables.byte_class == viable[0])
+            if members.size != 1:
+                break
+            out.append(int(members[0]))
+            config = step(tables, config, viable[0])  # type: ignore[assignment]
+        return bytes(out)
+
+    def cache_stats(self) -> dict[str, int]:
+        """Counters of the in-memory cache this matcher uses."""
+        return self._cache.stats()

@@ -1,0 +1,261 @@
+"""Hand-built artifacts and token tables for the mask-engine tests.
+
+They follow the contracts of `trgc.artifact.model` and the tokenizer's `TokenTable`/`Trie`
+(depth-first preorder, children sorted by byte, node 0 the root) without depending on the
+compiler or the tokenizer loaders, so the engine is testable on its own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from trgc.artifact.model import Artifact, Machine, call_action
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared"
+
+
+@dataclass
+class FixtureTrie:
+    node_byte: np.ndarray
+    node_depth: np.ndarray
+    subtree_end: np.ndarray
+    token_start: np.ndarray
+    token_ids: np.ndarray
+
+
+def build_trie(tokens: list[bytes | None]) -> FixtureTrie:
+    """Preorder trie of every token with bytes (iterative, children sorted by byte)."""
+    children: list[dict[int, int]] = [{}]
+    ends: list[list[int]] = [[]]
+    for tid, data in enumerate(tokens):
+        if not data:
+            continue
+        node = 0
+        for b in data:
+            nxt = children[node].get(b)
+            if nxt is None:
+                nxt = len(children)
+                children.append({})
+                ends.append([])
+                children[node][b] = nxt
+            node = nxt
+        ends[node].append(tid)
+    order: list[tuple[int, int, int]] = []  # (old node, byte, depth)
+    work = [(0, 0, 0)]
+    while work:
+        node, byte, depth = work.pop()
+        order.append((node, byte, depth))
+        for b in sorted(children[node], reverse=True):
+            work.append((children[node][b], b, depth + 1))
+    n = len(order)
+    node_byte = np.array([o[1] for o in order], dtype=np.uint8)
+    node_depth = np.array([o[2] for o in order], dtype=np.int32)
+    subtree_end = np.empty(n, dtype=np.int32)
+    stack: list[int] = []
+    for i in range(n):
+        while stack and node_depth[stack[-1]] >= node_depth[i]:
+            subtree_end[stack.pop()] = i
+        stack.append(i)
+    for j in stack:
+        subtree_end[j] = n
+    token_start = np.zeros(n + 1, dtype=np.int32)
+    ids: list[int] = []
+    for i, (old, _, _) in enumerate(order):
+        ids.extend(sorted(ends[old]))
+        token_start[i + 1] = len(ids)
+    return FixtureTrie(
+        node_byte, node_depth, subtree_end, token_start, np.array(ids, dtype=np.int32)
+    )
+
+
+@dataclass
+class FixtureTable:
+    """Duck-typed `TokenTable`: byte tokens, specials by name, EOS ids."""
+
+    tokens: list[bytes | None]
+    specials: dict[str, int] = field(default_factory=dict)
+    added: dict[str, int] = field(default_factory=dict)
+    eos: tuple[int, ...] = ()
+    unused: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        self.vocab_size = len(self.tokens)
+        kinds = np.zeros(self.vocab_size, dtype=np.uint8)
+        lengths = [len(t or b"") for t in self.tokens]
+        for i, t in enumerate(self.tokens):
+            if t is not None and len(t) == 1 and t[0] >= 0x80:
+                kinds[i] = 1  # byte fallback
+        for i in self.specials.values():
+            kinds[i] = 2
+        for i in self.unused:
+            kinds[i] = 3
+        self.kinds = kinds
+        self.offsets = np.zeros(self.vocab_size + 1, dtype=np.int64)
+        self.offsets[1:] = np.cumsum(lengths)
+        self.data = np.frombuffer(b"".join(t or b"" for t in self.tokens), dtype=np.uint8).copy()
+        self.special_tokens = dict(self.specials)
+        self.added_tokens = {**self.added, **self.specials}
+        self.eos_ids = tuple(self.eos)
+        digest = hashlib.sha256(
+            repr(
+                (self.tokens, sorted(self.specials.items()), sorted(self.added.items()), self.eos)
+            ).encode()
+        )
+        self.sha256 = "sha256:" + digest.hexdigest()
+        self.trie = build_trie(
+            [None if i in self.specials.values() else t for i, t in enumerate(self.tokens)]
+        )
+
+    def token_bytes(self, i: int) -> bytes:
+        return self.data[self.offsets[i] : self.offsets[i + 1]].tobytes()
+
+
+def make_artifact(
+    machines: list[dict], specials: tuple[str, ...] = (), max_depth: int = 8
+) -> Artifact:
+    """An artifact from readable machines.
+
+    Each machine is `{"name", "accepting": [states], "n": n_states, "edges": {state: {key: act}}}`
+    where key is a byte value, a range `(lo, hi)` of bytes or a special name, and act is a target
+    state or `("call", callee, return_state)`. Byte classes are the distinct byte columns.
+    """
+    specials = tuple(sorted(specials))
+    cols = []  # per machine: dense [n, 256 + k] action tables over raw bytes
+    for m in machines:
+        table = np.full((m["n"], 256 + len(specials)), -1, dtype=np.int64)
+        calls: list[tuple[int, int]] = []
+        for s, edges in m["edges"].items():
+            for key, act in edges.items():
+                if isinstance(key, str):
+                    idx = [256 + specials.index(key)]
+                elif isinstance(key, tuple):
+                    idx = list(range(key[0], key[1] + 1))
+                else:
+                    idx = [key]
+                if isinstance(act, tuple):
+                    if (act[1], act[2]) not in calls:
+                        calls.append((act[1], act[2]))
+                    value = call_action(calls.index((act[1], act[2])))
+                else:
+                    value = act
+                table[s, idx] = value
+        cols.append((table, calls))
+    signature = np.concatenate([t[:, :256] for t, _ in cols], axis=0)
+    _, first, inverse = np.unique(signature.T, axis=0, return_index=True, return_inverse=True)
+    order = np.argsort(first)  # classes numbered by first byte
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    byte_class = rank[inverse.reshape(-1)].astype(np.uint8)
+    n_classes = int(order.size)
+    out = []
+    for m, (table, calls) in zip(machines, cols, strict=True):
+        nxt = np.empty((m["n"], n_classes + len(specials)), dtype=np.int32)
+        for b in range(256):
+            nxt[:, byte_class[b]] = table[:, b]
+        nxt[:, n_classes:] = table[:, 256:]
+        accepting = np.zeros(m["n"], dtype=bool)
+        accepting[list(m["accepting"])] = True
+        out.append(
+            Machine(m["name"], accepting, nxt, np.array(calls, dtype=np.int32).reshape(-1, 2))
+        )
+    return Artifact({"fixture": True}, byte_class, n_classes, specials, tuple(out), max_depth)
+
+
+Q = ord('"')
+FIRST_VALUE = {ord("x"): None, ord("["): None, Q: None, ord("{"): None}
+
+
+def _value_machine(me: int) -> dict:
+    """value ::= "x" | "[" (value ("," value)*)? "]" | "{" ("\"" chars "\"" ":" value)? "}"
+    | "\"" ([a-z] | "é")* "\""  (one machine calling itself; é spelled as C3 A9)."""
+
+    def call(ret: int) -> dict:
+        return {b: ("call", me, ret) for b in FIRST_VALUE}
+
+    return {
+        "name": "value",
+        "n": 12,
+        "accepting": [1],
+        "edges": {
+            0: {ord("x"): 1, ord("["): 2, Q: 5, ord("{"): 7},
+            2: {ord("]"): 1, **call(3)},
+            3: {ord("]"): 1, ord(","): 4},
+            4: call(3),
+            5: {(ord("a"), ord("z")): 5, 0xC3: 6, Q: 1},
+            6: {0xA9: 5},
+            7: {ord("}"): 1, Q: 8},
+            8: {(ord("a"), ord("z")): 8, Q: 9},
+            9: {ord(":"): 10},
+            10: call(11),
+            11: {ord("}"): 1},
+        },
+    }
+
+
+def json_like(max_depth: int = 6) -> Artifact:
+    """A recursive JSON-like grammar: one machine that calls itself."""
+    return make_artifact([_value_machine(0)], max_depth=max_depth)
+
+
+def tool_call(max_depth: int = 6) -> Artifact:
+    """call ::= special("<tool_call>") value special("</tool_call>"); two machines."""
+    wrapper = {
+        "name": "call",
+        "n": 4,
+        "accepting": [3],
+        "edges": {
+            0: {"<tool_call>": 1},
+            1: {b: ("call", 1, 2) for b in FIRST_VALUE},
+            2: {"</tool_call>": 3},
+        },
+    }
+    return make_artifact(
+        [wrapper, _value_machine(1)], specials=("<tool_call>", "</tool_call>"), max_depth=max_depth
+    )
+
+
+def regular() -> Artifact:
+    """A regular grammar: "a" [bc]* "d" ("é" | "e")? with UTF-8 é."""
+    return make_artifact(
+        [
+            {
+                "name": "start",
+                "n": 5,
+                "accepting": [2, 4],
+                "edges": {
+                    0: {ord("a"): 1},
+                    1: {ord("b"): 1, ord("c"): 1, ord("d"): 2},
+                    2: {0xC3: 3, ord("e"): 4},
+                    3: {0xA9: 4},
+                },
+            }
+        ]
+    )
+
+
+STRUCTURAL = [
+    b"{", b"}", b"[", b"]", b",", b":", b'"', b"x", b"a", b"b", b"ab", b"c", b"d", b"e",
+    b'{"', b'":', b"{}", b'"}', b'"]', b"},", b"[]", b"[[", b"]]", b"],", b"x,", b"x]",
+    b'":x', b'":{', b'":[', b'"a', b"\xc3", b"\xa9", b"\xc3\xa9", b'\xa9"', b"abc", b"zz",
+    b'""', b'"x', b"<tool_call>", b"\xff", b"[x", b"[x]", b",[", b"]}", b"}}", b"}]",
+]  # fmt: skip
+
+
+def structural_table() -> FixtureTable:
+    """Merged structural tokens plus specials, an added non-special `<tool_call>`, EOS and an
+    unused id."""
+    tokens: list[bytes | None] = list(STRUCTURAL)
+    base = len(tokens)
+    tokens += [None, None, b"<tool_call>", None, b"unused"]
+    return FixtureTable(
+        tokens,
+        specials={"</tool_call>": base, "<eos>": base + 1, "<pad>": base + 3},
+        added={"<tool_call>": base + 2},
+        eos=(base + 1,),
+        unused=(base + 4,),
+    )

@@ -1,0 +1,261 @@
+"""Matcher API, reference semantics and kernel == reference on hand-built artifacts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engine_fixtures import STRUCTURAL, json_like, regular, structural_table, tool_call
+from trgc.engine import kernel, reference
+from trgc.engine.binding import bind
+from trgc.engine.bits import n_words, pack, unpack
+from trgc.engine.cache import MaskCache
+from trgc.engine.config import START, step_bytes
+from trgc.engine.matcher import Matcher
+from trgc.errors import TrgcError
+
+TOK = structural_table()
+EOS = TOK.eos_ids[0]
+
+
+def tid(text: bytes) -> int:
+    return STRUCTURAL.index(text)
+
+
+def allowed_set(mask: np.ndarray) -> set[bytes | str]:
+    out: set[bytes | str] = set()
+    for i in np.flatnonzero(mask):
+        out.add(TOK.tokens[i] if i < len(STRUCTURAL) else f"#{i}")
+    return out
+
+
+def test_start_masks_are_exact():
+    m = Matcher(json_like(), TOK)
+    assert allowed_set(m.allowed_tokens()) == {
+        b"{",
+        b"[",
+        b'"',
+        b"x",
+        b'{"',
+        b"{}",
+        b"[]",
+        b"[[",
+        b'"a',
+        b'""',
+        b'"x',
+        b"[x",
+        b"[x]",
+    }
+    assert not m.is_accepting() and m.forced_bytes() == b""
+
+
+def test_merged_structural_tokens():
+    m = Matcher(json_like(), TOK)
+    m.advance(tid(b'{"'))
+    m.advance(tid(b"a"))
+    allowed = allowed_set(m.allowed_tokens())
+    # inside a member name: letters, closing quote merged with ':' and with a following value
+    assert {b'":', b'":x', b'":{', b'":[', b"a", b"ab", b"zz", b'"'} <= allowed
+    assert b'"}' not in allowed and b'"]' not in allowed and b"{}" not in allowed
+    m.advance(tid(b'":{'))
+    allowed = allowed_set(m.allowed_tokens())
+    assert b"{}" not in allowed and b"}" in allowed and b'{"' not in allowed  # '{' already taken
+    m.advance(tid(b"}"))
+    assert allowed_set(m.allowed_tokens()) == {b"}"}  # '}}' would close more than is open
+    m.advance(tid(b"}"))
+    assert m.is_accepting()
+    assert allowed_set(m.allowed_tokens()) == {f"#{EOS}"}
+    m.advance(EOS)
+    assert m.is_terminated() and m.is_accepting()
+    assert not m.allowed_tokens().any()
+    with pytest.raises(TrgcError) as err:
+        m.advance(tid(b"x"))
+    assert err.value.code == "E_TOKEN_NOT_ALLOWED"
+
+
+def test_required_member_rejects_empty_object():
+    # value after ':' must follow: '{}' is a complete value, but '"}' after a name is not
+    m = Matcher(json_like(), TOK)
+    m.advance(tid(b'{"'))
+    m.advance(tid(b'"'))  # empty name
+    allowed = allowed_set(m.allowed_tokens())
+    assert b'"}' not in allowed and b"}" not in allowed and b":" in allowed
+
+
+def test_utf8_split_tokens_follow_the_automaton():
+    m = Matcher(json_like(), TOK)
+    m.advance(tid(b'"'))
+    allowed = allowed_set(m.allowed_tokens())
+    assert {b"\xc3", b"\xc3\xa9"} <= allowed and b"\xa9" not in allowed and b"\xff" not in allowed
+    m.advance(tid(b"\xc3"))
+    assert allowed_set(m.allowed_tokens()) == {b"\xa9", b'\xa9"'}
+    assert m.forced_bytes() == b"\xa9"
+    m.advance(tid(b'\xa9"'))
+    assert m.is_accepting()
+
+
+def test_regular_grammar_and_forced_bytes():
+    m = Matcher(regular(), TOK)
+    assert m.forced_bytes() == b"a"
+    m.advance(tid(b"ab"))
+    assert allowed_set(m.allowed_tokens()) == {b"b", b"c", b"d"}
+    m.advance(tid(b"d"))
+    assert m.is_accepting() and f"#{EOS}" in allowed_set(m.allowed_tokens())
+
+
+def test_special_tokens_by_name_and_added_tokens():
+    art = tool_call()
+    m = Matcher(art, TOK)
+    added = TOK.added_tokens["<tool_call>"]
+    # the added (non-special) token is the grammar symbol; the byte token spelling it is not
+    assert np.flatnonzero(m.allowed_tokens()).tolist() == [added]
+    with pytest.raises(TrgcError):
+        m.advance(tid(b"<tool_call>"))
+    m.advance(added)
+    m.advance(tid(b"[x]"))
+    closing = TOK.special_tokens["</tool_call>"]
+    assert allowed_set(m.allowed_tokens()) == {f"#{closing}"}
+    m.advance(closing)
+    assert m.is_accepting()
+    assert np.flatnonzero(m.allowed_tokens()).tolist() == [EOS]
+
+
+def test_missing_special_token_fails_at_creation():
+    from engine_fixtures import FixtureTable
+
+    bare = FixtureTable([b"a", None], specials={"<eos>": 1}, eos=(1,))
+    with pytest.raises(TrgcError) as err:
+        Matcher(tool_call(), bare)
+    assert err.value.code == "E_SPECIAL_TOKEN_MISSING"
+
+
+def test_eos_never_offered_before_accepting_and_unused_never():
+    m = Matcher(json_like(), TOK)
+    assert not m.allowed_tokens()[EOS]
+    with pytest.raises(TrgcError) as err:
+        m.advance(EOS)
+    assert err.value.code == "E_TOKEN_NOT_ALLOWED" and m.n_advanced == 0
+    for bad in (-1, TOK.vocab_size, TOK.unused[0], TOK.special_tokens["<pad>"]):
+        assert not m.is_allowed(bad)
+
+
+def test_rollback_reset_and_config_id():
+    m = Matcher(json_like(), TOK)
+    start_id = m.config_id()
+    m.advance(tid(b"[["))
+    deep_id = m.config_id()
+    m.advance(tid(b"x"))
+    m.rollback(1)
+    assert m.config_id() == deep_id
+    m.rollback(1)
+    assert m.config_id() == start_id
+    with pytest.raises(TrgcError) as err:
+        m.rollback(1)
+    assert err.value.code == "E_ROLLBACK_TOO_FAR"
+    m.advance(tid(b"x"))
+    m.reset()
+    assert m.config_id() == start_id and m.n_advanced == 0
+    assert start_id == Matcher(json_like(), TOK).config_id()
+    assert start_id.startswith("sha256:") and len(start_id) == 71
+
+
+def test_packed_forms_and_fill_bitmask():
+    m = Matcher(json_like(), TOK)
+    mask = m.allowed_tokens()
+    packed = m.allowed_tokens_packed()
+    assert packed.dtype == np.int32 and packed.shape == (n_words(TOK.vocab_size),)
+    assert (unpack(packed.view(np.uint32), TOK.vocab_size) == mask).all()
+    for t in np.flatnonzero(mask):
+        assert (int(packed[t // 32]) >> (t % 32)) & 1
+    buffer = np.zeros((3, n_words(TOK.vocab_size)), dtype=np.int32)
+    m.fill_bitmask(buffer, 2)
+    assert (buffer[2] == packed).all() and not buffer[:2].any()
+    bad = [
+        np.zeros((3, n_words(TOK.vocab_size)), dtype=np.int64),
+        np.zeros((3, 99), dtype=np.int32),
+        np.zeros((n_words(TOK.vocab_size), 3), dtype=np.int32).T,
+    ]
+    for buf in bad:
+        with pytest.raises(TrgcError) as err:
+            m.fill_bitmask(buf)
+        assert err.value.code == "E_BITMASK_BUFFER"
+    with pytest.raises(TrgcError):
+        m.fill_bitmask(buffer, 3)
+
+
+def test_pack_unpack_round_trip():
+    rng = np.random.default_rng(7)
+    for size in (1, 31, 32, 33, 100):
+        mask = rng.random(size) < 0.5
+        assert (unpack(pack(mask), size) == mask).all()
+
+
+def test_cache_hits_and_budget():
+    cache = MaskCache(budget_bytes=10_000)
+    m = Matcher(json_like(), TOK, cache=cache)
+    first = m.allowed_tokens()
+    assert not m.last_cache_hit
+    assert (m.allowed_tokens() == first).all() and m.last_cache_hit
+    other = Matcher(regular(), TOK, cache=cache)  # same cache, other artifact: no false hit
+    other.allowed_tokens()
+    assert not other.last_cache_hit
+    tiny = MaskCache(budget_bytes=200)
+    m2 = Matcher(json_like(), TOK, cache=tiny)
+    for t in (b"[", b"[", b"x"):
+        m2.allowed_tokens()
+        m2.advance(tid(t))
+    assert tiny.bytes_used <= 200 and len(tiny) == 1
+
+
+def test_depth_limit_is_dead():
+    art = json_like(max_depth=3)
+    m = Matcher(art, TOK)
+    m.advance(tid(b"[["))
+    assert len(m.frames()) == 2
+    allowed = allowed_set(m.allowed_tokens())
+    assert b"x" in allowed and b"[" in allowed and b"[[" not in allowed
+    m.advance(tid(b"["))
+    assert b"[" not in allowed_set(m.allowed_tokens())
+
+
+def _walk_configs(art, seed: int, steps: int):
+    rng = np.random.default_rng(seed)
+    b = bind(art, TOK)
+    config = START
+    out = [config]
+    for _ in range(steps):
+        mask = reference.allowed_mask(b, config)
+        mask[b.eos_ids] = False
+        choices = np.flatnonzero(mask & b.byte_token)
+        if choices.size == 0:
+            break
+        config = step_bytes(b.tables, config, b.token_bytes(int(rng.choice(choices))))
+        out.append(config)
+    return out
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), which=st.sampled_from(["json", "call", "regular"]))
+def test_kernel_equals_reference_on_random_walks(seed, which):
+    art = {"json": json_like, "call": tool_call, "regular": regular}[which]()
+    b = bind(art, TOK)
+    for config in _walk_configs(art, seed, 25):
+        assert (kernel.allowed_mask(b, config) == reference.allowed_mask(b, config)).all(), config
+
+
+def test_step_bound_rejects_malformed_loops():
+    # machine 0 calls machine 1 on 'x', which returns at once on 'x': a loop without input
+    from engine_fixtures import make_artifact
+
+    art = make_artifact(
+        [
+            {"name": "a", "n": 2, "accepting": [1], "edges": {0: {ord("x"): ("call", 1, 0)}}},
+            {"name": "b", "n": 1, "accepting": [0], "edges": {}},
+        ]
+    )
+    b = bind(art, TOK)
+    assert step_bytes(b.tables, START, b"x") is None
+    assert not kernel.allowed_mask(b, START)[tid(b"x")]
+    assert not reference.allowed_mask(b, START).any()

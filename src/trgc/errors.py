@@ -24,6 +24,7 @@ CODES: dict[str, str] = {
     "E_LIMIT_REPETITION": "a repetition bound exceeds the repetition limit",
     "E_LIMIT_MAX_DEPTH": "a max_depth value exceeds the max_depth limit",
     "E_LIMIT_NESTING": "the source nests deeper than the nesting limit",
+    "E_LIMIT_CACHE_BYTES": "precomputed or cached token masks would exceed the cache_bytes limit",
     "E_LIMIT_UNKNOWN": "a --limit or limits file names a limit that does not exist",
     # grammar front end (trg-1)
     "E_CLASS_RANGE_REVERSED": "a character-class range whose start is above its end, such as [z-a]",
@@ -65,6 +66,8 @@ CODES: dict[str, str] = {
     "E_UNDEFINED_START": "the start rule (%start) is not defined",
     "E_UNREACHABLE_RULE": "strict mode: a rule cannot be reached from the start rule",
     # automata
+    "E_EMPTY_LANGUAGE": "the start rule matches no finite string (its recursion never ends)",
+    "E_PREDICTIVE_CONFLICT": "one input symbol could select two actions (shift, call, return) at some state",
     # artifact
     "E_ARTIFACT_CORRUPT": "an artifact's bytes fail a checksum, digest or internal consistency check",
     "E_ARTIFACT_IDENTITY": "an artifact's identity is not the expected sha256",

@@ -1,0 +1,92 @@
+"""The working alphabet of the automata stage: byte atoms, then special tokens, then calls.
+
+Subset construction and minimisation run over *atoms* instead of 256 single bytes: an atom is
+a maximal byte interval that no literal or class of the grammar splits, so every byte range
+the grammar uses is a contiguous run of atoms. Specials (sorted by name) and one call symbol
+per recursive rule (in rule order) follow the byte atoms. The final byte classes
+(`byteclasses.py`) are a coarsening of the byte atoms computed from the finished tables.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from trgc.automata.utf8 import utf8_sequences
+from trgc.grammar.ast import Grammar, Kind
+
+
+@dataclass(frozen=True)
+class Alphabet:
+    """Atom numbering shared by every machine of one grammar."""
+
+    atom_of_byte: tuple[int, ...]  # byte -> atom
+    atom_lo: tuple[int, ...]  # atom -> its smallest byte
+    specials: tuple[str, ...]  # sorted special-token names
+    calls: tuple[str, ...]  # recursive rule names, one call symbol each
+    class_seqs: dict[int, list]  # CLASS node index -> its UTF-8 byte-range sequences
+
+    @property
+    def n_byte_atoms(self) -> int:
+        return len(self.atom_lo)
+
+    @property
+    def n_input(self) -> int:
+        """Atoms that are input symbols (bytes and specials); calls come after."""
+        return len(self.atom_lo) + len(self.specials)
+
+    @property
+    def n_atoms(self) -> int:
+        return self.n_input + len(self.calls)
+
+    def special_atom(self, name: str) -> int:
+        return self.n_byte_atoms + self.specials.index(name)
+
+    def call_atom(self, rule: str) -> int:
+        return self.n_input + self.calls.index(rule)
+
+    def describe(self, atom: int) -> str:
+        """A readable name: `0x22 '"'` for bytes (the atom's smallest byte), `special("x")`, `call r`."""
+        if atom < self.n_byte_atoms:
+            return describe_byte(self.atom_lo[atom])
+        if atom < self.n_input:
+            return f'special("{self.specials[atom - self.n_byte_atoms]}")'
+        return f"call {self.calls[atom - self.n_input]}"
+
+
+def describe_byte(b: int) -> str:
+    """`0x22 '"'` for printable ASCII, `0x0a` otherwise."""
+    if 0x20 <= b < 0x7F:
+        return f"0x{b:02x} {chr(b)!r}" if b != 0x27 else f'0x{b:02x} "\'"'
+    return f"0x{b:02x}"
+
+
+def build_alphabet(grammar: Grammar, recursive_rules: tuple[str, ...]) -> Alphabet:
+    """Collect every byte boundary, special name and call symbol of the grammar's arena."""
+    starts = {0}
+    specials: set[str] = set()
+    class_seqs: dict[int, list] = {}
+    for index, node in enumerate(grammar.nodes):
+        if node.kind == Kind.LITERAL:
+            for b in node.payload:
+                starts.add(b)
+                starts.add(b + 1)
+        elif node.kind == Kind.CLASS:
+            seqs = utf8_sequences(tuple(node.payload))
+            class_seqs[index] = seqs
+            for seq in seqs:
+                for lo, hi in seq:
+                    starts.add(lo)
+                    starts.add(hi + 1)
+        elif node.kind == Kind.SPECIAL:
+            specials.add(node.payload)
+    starts.discard(256)
+    atom_lo = tuple(sorted(starts))
+    atom_of_byte = []
+    atom = -1
+    for b in range(256):
+        if atom + 1 < len(atom_lo) and atom_lo[atom + 1] == b:
+            atom += 1
+        atom_of_byte.append(atom)
+    return Alphabet(
+        tuple(atom_of_byte), atom_lo, tuple(sorted(specials)), recursive_rules, class_seqs
+    )

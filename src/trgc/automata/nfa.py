@@ -1,0 +1,239 @@
+"""Thompson NFA of one machine, built iteratively from the AST arena.
+
+Edges are labelled with atom ranges (`alphabet.py`): a byte range is a run of byte atoms, a
+special token or a call is a single atom. References to non-recursive rules are expanded in
+place (inlined); a reference to a recursive rule R is one edge on the call symbol of R, plus
+an epsilon bypass when R is nullable.
+
+Fragment invariant: every fragment has one entry state and one exit state; the exit state
+has no outgoing edge when the fragment is finished and is only reached once the fragment
+has matched completely. Edges into an entry are always safe; epsilon *exits* are only
+added from exit states or fresh states (otherwise `x{0,n}` could leave a fragment half way).
+
+Bounded repetition `x{m,n}` builds `x` once and then copies its state range (a template)
+`n - 1` times, checking the state limit before copying, so the cost is the size of the
+result and never a re-walk of the subtree per copy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from trgc.automata.alphabet import Alphabet
+from trgc.errors import Span, TrgcError
+from trgc.grammar.ast import Grammar, Kind
+from trgc.limits import Budget, Limits
+
+# An NFA is allowed this many times the DFA state limit (NFAs carry many epsilon states).
+NFA_STATE_FACTOR = 4
+
+
+@dataclass
+class Nfa:
+    """States 0..n-1; `edges[q]` = [(atom_lo, atom_hi, target)], `eps[q]` = [target]."""
+
+    eps: list[list[int]]
+    edges: list[list[tuple[int, int, int]]]
+    start: int
+    final: int
+
+    @property
+    def n_states(self) -> int:
+        return len(self.eps)
+
+
+@dataclass(frozen=True)
+class RuleInfo:
+    """What NFA construction needs to know about the rules."""
+
+    index: dict[str, int]  # rule name -> position in grammar.rules
+    recursive: tuple[bool, ...]
+    nullable: tuple[bool, ...]
+
+
+class _Builder:
+    def __init__(
+        self,
+        grammar: Grammar,
+        info: RuleInfo,
+        alphabet: Alphabet,
+        limits: Limits,
+        budget: Budget,
+        rule: str,
+    ):
+        self.grammar = grammar
+        self.info = info
+        self.alphabet = alphabet
+        self.budget = budget
+        self.rule = rule
+        self.max_states = limits.states * NFA_STATE_FACTOR
+        self.eps: list[list[int]] = []
+        self.edges: list[list[tuple[int, int, int]]] = []
+        self.specials_used: set[str] = set()
+        self.calls_used: set[str] = set()
+
+    def _reserve(self, count: int, line: int, column: int) -> None:
+        total = len(self.eps) + count
+        if total > self.max_states:
+            raise TrgcError(
+                "E_LIMIT_STATES",
+                f"the automaton of rule {self.rule} would need {total:,} NFA states, more than "
+                f"{NFA_STATE_FACTOR} x the states limit of {self.max_states // NFA_STATE_FACTOR:,}",
+                span=Span(line, column),
+                hint="reduce repetition counts or raise it with --limit states=N",
+            )
+        self.budget.charge(count, "NFA construction")
+
+    def _new(self) -> int:
+        self.eps.append([])
+        self.edges.append([])
+        return len(self.eps) - 1
+
+    def _byte_chain(self, start: int, end: int, seq) -> None:
+        """Edges start -> ... -> end spelling the byte-range sequence `seq`."""
+        atom = self.alphabet.atom_of_byte
+        here = start
+        for i, (lo, hi) in enumerate(seq):
+            nxt = end if i == len(seq) - 1 else self._new()
+            self.edges[here].append((atom[lo], atom[hi], nxt))
+            here = nxt
+
+    def build(self, root: int) -> Nfa:
+        nodes = self.grammar.nodes
+        results: list[tuple[int, int]] = []
+        stack: list[tuple] = [("enter", root)]
+        while stack:
+            item = stack.pop()
+            self.budget.charge(1, "NFA construction")
+            if item[0] == "enter":
+                node_id = item[1]
+                node = nodes[node_id]
+                kind = node.kind
+                if kind == Kind.EMPTY or (kind in (Kind.SEQ, Kind.ALT) and not node.children):
+                    self._reserve(1, node.line, node.column)
+                    s = self._new()
+                    results.append((s, s))
+                elif kind == Kind.LITERAL:
+                    data: bytes = node.payload
+                    self._reserve(len(data) + 1, node.line, node.column)
+                    s = self._new()
+                    e = s
+                    for b in data:
+                        nxt = self._new()
+                        a = self.alphabet.atom_of_byte[b]
+                        self.edges[e].append((a, a, nxt))
+                        e = nxt
+                    results.append((s, e))
+                elif kind == Kind.CLASS:
+                    seqs = self.alphabet.class_seqs[node_id]
+                    self._reserve(2 + sum(len(q) - 1 for q in seqs), node.line, node.column)
+                    s = self._new()
+                    e = self._new()
+                    for seq in seqs:
+                        self._byte_chain(s, e, seq)
+                    results.append((s, e))
+                elif kind == Kind.SPECIAL:
+                    self._reserve(2, node.line, node.column)
+                    s, e = self._new(), self._new()
+                    a = self.alphabet.special_atom(node.payload)
+                    self.edges[s].append((a, a, e))
+                    self.specials_used.add(node.payload)
+                    results.append((s, e))
+                elif kind == Kind.REF:
+                    name: str = node.payload
+                    ri = self.info.index[name]
+                    if self.info.recursive[ri]:
+                        self._reserve(2, node.line, node.column)
+                        s, e = self._new(), self._new()
+                        a = self.alphabet.call_atom(name)
+                        self.edges[s].append((a, a, e))
+                        if self.info.nullable[ri]:
+                            self.eps[s].append(e)
+                        self.calls_used.add(name)
+                        results.append((s, e))
+                    else:
+                        stack.append(("enter", self.grammar.rules[ri].body))
+                elif kind in (Kind.SEQ, Kind.ALT):
+                    stack.append((kind, node_id, len(node.children)))
+                    for child in reversed(node.children):
+                        stack.append(("enter", child))
+                elif kind == Kind.REPEAT:
+                    low, high = node.payload
+                    if high == 0:
+                        self._reserve(1, node.line, node.column)
+                        s = self._new()
+                        results.append((s, s))
+                    else:
+                        stack.append((Kind.REPEAT, node_id, len(self.eps)))
+                        stack.append(("enter", node.children[0]))
+                else:
+                    raise TrgcError("E_INTERNAL", f"unknown AST node kind {kind!r}")
+            elif item[0] == Kind.SEQ:
+                count = item[2]
+                frags = results[-count:]
+                del results[-count:]
+                for (_, e1), (s2, _) in zip(frags, frags[1:], strict=False):
+                    self.eps[e1].append(s2)
+                results.append((frags[0][0], frags[-1][1]))
+            elif item[0] == Kind.ALT:
+                count = item[2]
+                frags = results[-count:]
+                del results[-count:]
+                node = nodes[item[1]]
+                self._reserve(2, node.line, node.column)
+                s, e = self._new(), self._new()
+                for fs, fe in frags:
+                    self.eps[s].append(fs)
+                    self.eps[fe].append(e)
+                results.append((s, e))
+            else:
+                results.append(self._repeat(nodes[item[1]], item[2], results.pop()))
+        (start, final) = results.pop()
+        return Nfa(self.eps, self.edges, start, final)
+
+    def _repeat(self, node, mark: int, child: tuple[int, int]) -> tuple[int, int]:
+        """`child{low,high}` from the child's state range [mark, len) copied as a template."""
+        low, high = node.payload
+        count = high if high is not None else max(low, 1)
+        size = len(self.eps) - mark
+        self._reserve((count - 1) * size + 2, node.line, node.column)
+        template_eps = [self.eps[q] for q in range(mark, mark + size)]
+        template_edges = [self.edges[q] for q in range(mark, mark + size)]
+        instances = [child]
+        for _ in range(count - 1):
+            delta = len(self.eps) - mark
+            for q in range(size):
+                self.eps.append([t + delta for t in template_eps[q]])
+                self.edges.append([(lo, hi, t + delta) for lo, hi, t in template_edges[q]])
+                self.budget.charge(1 + len(template_edges[q]), "NFA construction")
+            instances.append((child[0] + delta, child[1] + delta))
+        s, e = self._new(), self._new()
+        junction = s
+        for i, (is_, ie) in enumerate(instances):
+            if i >= low:
+                self.eps[junction].append(e)
+            self.eps[junction].append(is_)
+            junction = ie
+        self.eps[junction].append(e)
+        if high is None:
+            last_start, last_end = instances[-1]
+            self.eps[last_end].append(last_start)
+        return s, e
+
+
+def build_nfa(
+    grammar: Grammar,
+    info: RuleInfo,
+    alphabet: Alphabet,
+    rule: str,
+    *,
+    limits: Limits,
+    budget: Budget,
+) -> tuple[Nfa, frozenset[str], frozenset[str]]:
+    """The NFA of `rule`'s body with non-recursive references inlined.
+
+    Returns the NFA, the special names it uses and the recursive rules it calls.
+    """
+    builder = _Builder(grammar, info, alphabet, limits, budget, rule)
+    nfa = builder.build(grammar.rules[info.index[rule]].body)
+    return nfa, frozenset(builder.specials_used), frozenset(builder.calls_used)

@@ -25,6 +25,7 @@ app = typer.Typer(
 
 # Each module defines `register(app)`; order here is the order of `trgc --help`.
 COMMAND_MODULES: tuple[str, ...] = (
+    "trgc.cli.tools_cmds",
     "trgc.cli.release_cmds",
 )
 

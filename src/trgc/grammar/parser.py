@@ -129,6 +129,7 @@ class _Parser:
         self.tok: Token | None = None
         self.errors: list[TrgcError] = []
         self.seen: dict[str, Token] = {}
+        self.start_arg: Token | None = None
 
     # -- helpers --------------------------------------------------------------------------
 
@@ -220,6 +221,13 @@ class _Parser:
             )
         if self.grammar.start is None:
             self.grammar.start = self.grammar.rules[0].name
+        elif all(rule.name != self.grammar.start for rule in self.grammar.rules):
+            raise self.error(
+                "E_UNDEFINED_START",
+                f"%start names {self.grammar.start!r}, which no rule defines",
+                self.start_arg,
+                "define the rule or correct the name",
+            )
 
     def recover(self, directive_line: int | None) -> None:
         """Skip to where the next rule or directive probably starts, to collect more errors.
@@ -308,6 +316,7 @@ class _Parser:
                     arg,
                 )
             self.grammar.start = arg.text
+            self.start_arg = arg
         elif name == "max_depth":
             if arg.kind != NUMBER:
                 raise self.error(

@@ -1,0 +1,502 @@
+"""Static analysis of a grammar AST: names, nullability, the reference graph and its cycles.
+
+`analyze` resolves rule names, computes which rules can match the empty string (a worklist
+fixed point charged to the operation budget), builds the rule reference graph and its
+strongly connected components (iterative Tarjan), and rejects what the byte automata cannot
+run deterministically: unbounded repetition of a nullable item, nullable cycles and left
+recursion (direct or indirect, reported with the cycle's path). Byte-level FIRST/FOLLOW and
+predictive conflicts are the automata layer's job.
+
+Problems are collected in two phases (names first, then structure) and the first one is
+raised with all of them in `details["errors"]`. Every traversal uses an explicit stack and
+every collection that reaches an output is sorted, so results never depend on hash order.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections import deque
+from dataclasses import dataclass
+
+from trgc.errors import Span, TrgcError
+from trgc.grammar.ast import Grammar, Kind, Node, Rule
+from trgc.grammar.parser import MAX_ERRORS, RESERVED_NAMES
+from trgc.limits import Budget
+
+_LEAVES = (Kind.EMPTY, Kind.LITERAL, Kind.CLASS, Kind.SPECIAL, Kind.REF)
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """What later stages need to know about a valid grammar. Lists are indexed by rule."""
+
+    rule_index: dict[str, int]  # name -> index in grammar.rules
+    start: int  # index of the start rule
+    nullable: list[bool]  # the rule can match the empty string
+    refs: list[tuple[int, ...]]  # sorted indices of the rules a rule references
+    recursive: list[bool]  # the rule lies on a cycle of the reference graph
+    reachable: list[bool]  # reachable from the start rule
+    sccs: list[tuple[int, ...]]  # components of the reference graph, callees first; members sorted
+    scc_of: list[int]  # rule -> index into sccs
+    node_nullable: list[bool]  # per AST node (False for nodes no rule uses)
+
+
+def analyze(grammar: Grammar, *, strict: bool = False, budget: Budget) -> Analysis:
+    """Check a parsed grammar and compute its `Analysis`; raise `TrgcError` on any problem.
+
+    With `strict`, rules that the start rule cannot reach are errors (E_UNREACHABLE_RULE).
+    """
+    ctx = _Context(grammar, budget)
+    rule_index, refs, start = ctx.resolve()
+    nullable, node_nullable = ctx.nullability(refs)
+    sccs = strongly_connected(refs, budget)
+    scc_of = [0] * len(grammar.rules)
+    for i, comp in enumerate(sccs):
+        for r in comp:
+            scc_of[r] = i
+    recursive = [len(sccs[scc_of[r]]) > 1 or r in refs[r] for r in range(len(grammar.rules))]
+    reachable = _reachable(start, refs, budget)
+    ctx.structure(node_nullable, reachable, strict)
+    return Analysis(
+        rule_index=rule_index,
+        start=start,
+        nullable=nullable,
+        refs=refs,
+        recursive=recursive,
+        reachable=reachable,
+        sccs=sccs,
+        scc_of=scc_of,
+        node_nullable=node_nullable,
+    )
+
+
+def strongly_connected(succ: list[tuple[int, ...]], budget: Budget) -> list[tuple[int, ...]]:
+    """Tarjan's SCC algorithm without recursion (Tarjan 1972, with an explicit call stack).
+
+    Roots are tried in index order and successors in the order given, so the output is
+    deterministic: components in the order Tarjan completes them (every component after
+    all components it can reach), each as a sorted tuple.
+    """
+    n = len(succ)
+    index = [-1] * n
+    low = [0] * n
+    on_stack = [False] * n
+    stack: list[int] = []
+    out: list[tuple[int, ...]] = []
+    counter = 0
+    for root in range(n):
+        if index[root] >= 0:
+            continue
+        work: list[tuple[int, int]] = [(root, 0)]  # (vertex, next successor position)
+        while work:
+            v, pos = work[-1]
+            budget.charge(1, "grammar analysis")
+            if pos == 0:
+                index[v] = low[v] = counter
+                counter += 1
+                stack.append(v)
+                on_stack[v] = True
+            if pos < len(succ[v]):
+                work[-1] = (v, pos + 1)
+                w = succ[v][pos]
+                if index[w] < 0:
+                    work.append((w, 0))
+                elif on_stack[w] and index[w] < low[v]:
+                    low[v] = index[w]
+                continue
+            work.pop()
+            if work and low[v] < low[work[-1][0]]:
+                low[work[-1][0]] = low[v]
+            if low[v] == index[v]:
+                comp: list[int] = []
+                while True:
+                    w = stack.pop()
+                    on_stack[w] = False
+                    comp.append(w)
+                    if w == v:
+                        break
+                out.append(tuple(sorted(comp)))
+    return out
+
+
+def _reachable(start: int, refs: list[tuple[int, ...]], budget: Budget) -> list[bool]:
+    seen = [False] * len(refs)
+    seen[start] = True
+    queue = deque([start])
+    while queue:
+        r = queue.popleft()
+        for s in refs[r]:
+            budget.charge(1, "grammar analysis")
+            if not seen[s]:
+                seen[s] = True
+                queue.append(s)
+    return seen
+
+
+def _postorder(nodes: list[Node], root: int, done: list[bool], budget: Budget) -> list[int]:
+    """Nodes under `root` not yet `done`, children before parents; marks them done."""
+    order: list[int] = []
+    stack = [(root, False)]
+    while stack:
+        i, expanded = stack.pop()
+        if expanded:
+            order.append(i)
+            continue
+        if done[i]:
+            continue
+        done[i] = True
+        budget.charge(1, "grammar analysis")
+        stack.append((i, True))
+        for c in reversed(nodes[i].children):
+            if not done[c]:
+                stack.append((c, False))
+    return order
+
+
+class _Context:
+    """Shared state of one `analyze` call: the grammar, the budget and error helpers."""
+
+    def __init__(self, grammar: Grammar, budget: Budget) -> None:
+        self.grammar = grammar
+        self.budget = budget
+        self.rule_index: dict[str, int] = {}
+        # per rule, its body's nodes in postorder (each node listed under the first rule using it)
+        self.orders: list[list[int]] = []
+
+    def error(
+        self,
+        code: str,
+        message: str,
+        at: Node | Rule | None,
+        rule: Rule | None,
+        hint: str | None = None,
+    ):
+        span = Span(at.line, at.column) if at is not None and at.line > 0 else None
+        pointer = rule.pointer if rule is not None else None
+        return TrgcError(code, message, span=span, pointer=pointer, hint=hint)
+
+    @staticmethod
+    def raise_collected(errors: list[TrgcError]) -> None:
+        if not errors:
+            return
+        first = errors[0]
+        raise TrgcError(
+            first.code,
+            first.message,
+            span=first.span,
+            pointer=first.pointer,
+            hint=first.hint,
+            details={**first.details, "errors": [e.to_dict() for e in errors[:MAX_ERRORS]]},
+        )
+
+    # -- phase 1: names -------------------------------------------------------------------
+
+    def resolve(self) -> tuple[dict[str, int], list[tuple[int, ...]], int]:
+        grammar = self.grammar
+        nodes = grammar.nodes
+        if not grammar.rules:
+            raise TrgcError("E_EMPTY_GRAMMAR", "the grammar defines no rule")
+        errors: list[TrgcError] = []
+        index: dict[str, int] = {}
+        for i, rule in enumerate(grammar.rules):
+            if rule.name in RESERVED_NAMES:
+                errors.append(
+                    self.error(
+                        "E_RESERVED_NAME",
+                        f"{rule.name!r} is reserved and cannot name a rule",
+                        rule,
+                        rule,
+                        'rename the rule; special("...") matches a special token',
+                    )
+                )
+            if rule.name in index:
+                first = grammar.rules[index[rule.name]]
+                where = f" (first defined at {first.line}:{first.column})" if first.line > 0 else ""
+                errors.append(
+                    self.error(
+                        "E_DUPLICATE_RULE",
+                        f"rule {rule.name!r} is defined twice{where}",
+                        rule,
+                        rule,
+                        "merge the definitions with | or rename one",
+                    )
+                )
+            else:
+                index[rule.name] = i
+        names = sorted(index)
+        done = [False] * len(nodes)
+        refs: list[tuple[int, ...]] = []
+        for rule in grammar.rules:
+            order = _postorder(nodes, rule.body, done, self.budget)
+            self.orders.append(order)
+            targets: set[int] = set()
+            for n in self._refs_under(rule.body):
+                node = nodes[n]
+                target = index.get(node.payload)
+                if target is None:
+                    close = difflib.get_close_matches(node.payload, names, n=1)
+                    errors.append(
+                        self.error(
+                            "E_UNDEFINED_RULE",
+                            f"rule {rule.name!r} references {node.payload!r}, which no rule defines",
+                            node,
+                            rule,
+                            f"did you mean {close[0]!r}?"
+                            if close
+                            else "define the rule or correct the name",
+                        )
+                    )
+                else:
+                    targets.add(target)
+            refs.append(tuple(sorted(targets)))
+        start = index.get(grammar.start if grammar.start is not None else grammar.rules[0].name)
+        if start is None:
+            errors.append(
+                self.error(
+                    "E_UNDEFINED_START",
+                    f"the start rule {grammar.start!r} is not defined",
+                    None,
+                    None,
+                    "define it or correct %start",
+                )
+            )
+        self.raise_collected(errors)
+        self.rule_index = index
+        return index, refs, start
+
+    def _refs_under(self, root: int) -> list[int]:
+        """REF nodes under `root` in source order (each shared node once per rule)."""
+        nodes = self.grammar.nodes
+        out: list[int] = []
+        seen: set[int] = set()
+        stack = [root]
+        while stack:
+            i = stack.pop()
+            if i in seen:
+                continue
+            seen.add(i)
+            self.budget.charge(1, "grammar analysis")
+            node = nodes[i]
+            if node.kind == Kind.REF:
+                out.append(i)
+            stack.extend(reversed(node.children))
+        return out
+
+    # -- nullability ----------------------------------------------------------------------
+
+    def nullability(self, refs: list[tuple[int, ...]]) -> tuple[list[bool], list[bool]]:
+        """Rule nullability by a worklist fixed point, then every node's nullability.
+
+        A rule is re-evaluated only when a rule it references becomes nullable, and a rule
+        flips at most once, so the work is bounded by the sum over reference edges of the
+        referencing rule's body size; every node visit is charged to the budget.
+        """
+        grammar = self.grammar
+        n_rules = len(grammar.rules)
+        users: list[list[int]] = [[] for _ in range(n_rules)]
+        for r, targets in enumerate(refs):
+            for s in targets:
+                users[s].append(r)
+        nullable = [False] * n_rules
+        queue = deque(range(n_rules))
+        queued = [True] * n_rules
+        while queue:
+            r = queue.popleft()
+            queued[r] = False
+            if nullable[r]:
+                continue
+            if self._body_nullable(grammar.rules[r].body, nullable):
+                nullable[r] = True
+                for u in users[r]:
+                    if not nullable[u] and not queued[u]:
+                        queued[u] = True
+                        queue.append(u)
+        node_nullable = [False] * len(grammar.nodes)
+        for order in self.orders:
+            for i in order:
+                node_nullable[i] = self._node_nullable(grammar.nodes[i], node_nullable, nullable)
+        return nullable, node_nullable
+
+    def _body_nullable(self, root: int, nullable: list[bool]) -> bool:
+        nodes = self.grammar.nodes
+        memo: dict[int, bool] = {}
+        stack = [(root, False)]
+        while stack:
+            i, expanded = stack.pop()
+            if i in memo:
+                continue
+            node = nodes[i]
+            if expanded or node.kind in _LEAVES:
+                self.budget.charge(1, "nullable fixed point")
+                memo[i] = self._node_nullable(node, memo, nullable)
+                continue
+            stack.append((i, True))
+            stack.extend((c, False) for c in node.children if c not in memo)
+        return memo[root]
+
+    def _node_nullable(
+        self, node: Node, known: list[bool] | dict[int, bool], nullable: list[bool]
+    ) -> bool:
+        """One node's nullability from its children's (`known`) and the rules' (`nullable`)."""
+        node_nullable = known
+        kind = node.kind
+        if kind == Kind.EMPTY:
+            return True
+        if kind == Kind.REF:
+            return nullable[self.rule_index[node.payload]]
+        if kind == Kind.SEQ:
+            return all(node_nullable[c] for c in node.children)
+        if kind == Kind.ALT:
+            return any(node_nullable[c] for c in node.children)
+        if kind == Kind.REPEAT:
+            return node.payload[0] == 0 or node_nullable[node.children[0]]
+        return False  # LITERAL, CLASS and SPECIAL always consume
+
+    # -- phase 2: structure ---------------------------------------------------------------
+
+    def structure(self, node_nullable: list[bool], reachable: list[bool], strict: bool) -> None:
+        grammar = self.grammar
+        nodes = grammar.nodes
+        errors: list[TrgcError] = []
+        # leftmost and "alone" references of every node, children first
+        left: dict[int, frozenset[int]] = {}
+        alone: dict[int, frozenset[int]] = {}
+        empty: frozenset[int] = frozenset()
+        for r, order in enumerate(self.orders):
+            rule = grammar.rules[r]
+            for i in order:
+                node = nodes[i]
+                kind = node.kind
+                if kind == Kind.REF:
+                    left[i] = alone[i] = frozenset((self.rule_index[node.payload],))
+                elif kind == Kind.SEQ:
+                    kids = node.children
+                    lset: set[int] = set()
+                    for c in kids:
+                        lset |= left[c]
+                        if not node_nullable[c]:
+                            break
+                    n_hard = sum(1 for c in kids if not node_nullable[c])
+                    aset: set[int] = set()
+                    for c in kids:
+                        if n_hard == 0 or (n_hard == 1 and not node_nullable[c]):
+                            aset |= alone[c]
+                    self.budget.charge(len(kids) + len(lset) + len(aset), "grammar analysis")
+                    left[i], alone[i] = frozenset(lset), frozenset(aset)
+                elif kind == Kind.ALT:
+                    lset, aset = set(), set()
+                    for c in node.children:
+                        lset |= left[c]
+                        aset |= alone[c]
+                    self.budget.charge(
+                        len(node.children) + len(lset) + len(aset), "grammar analysis"
+                    )
+                    left[i], alone[i] = frozenset(lset), frozenset(aset)
+                elif kind == Kind.REPEAT:
+                    lo, hi = node.payload
+                    child = node.children[0]
+                    if hi is None and node_nullable[child]:
+                        errors.append(
+                            self.error(
+                                "E_NULLABLE_REPETITION",
+                                f"rule {rule.name!r}: an unbounded repetition of an item that can match "
+                                "the empty string (the number of repetitions would be ambiguous)",
+                                node,
+                                rule,
+                                "make the repeated item consume input, e.g. write x* instead of (x?)*",
+                            )
+                        )
+                    if hi == 0:
+                        left[i] = alone[i] = empty
+                    else:
+                        left[i] = left[child]
+                        alone[i] = alone[child] if lo <= 1 or node_nullable[child] else empty
+                else:
+                    left[i] = alone[i] = empty
+        n = len(grammar.rules)
+        alone_graph = [tuple(sorted(alone[rule.body])) for rule in grammar.rules]
+        left_graph = [tuple(sorted(left[rule.body])) for rule in grammar.rules]
+        on_nullable_cycle = [False] * n
+        for comp, cycle in self._cycles(alone_graph):
+            for r in comp:
+                on_nullable_cycle[r] = True
+            rule = grammar.rules[cycle[0]]
+            path = " -> ".join(grammar.rules[r].name for r in cycle)
+            errors.append(
+                self.error(
+                    "E_NULLABLE_CYCLE",
+                    f"nullable cycle: {path} can derive itself without consuming input",
+                    rule,
+                    rule,
+                    "make some step of the cycle consume input",
+                )
+            )
+            errors[-1].details["cycle"] = [grammar.rules[r].name for r in cycle]
+        for comp, cycle in self._cycles(left_graph):
+            if any(on_nullable_cycle[r] for r in comp):
+                continue
+            rule = grammar.rules[cycle[0]]
+            path = " -> ".join(grammar.rules[r].name for r in cycle)
+            kind = "direct" if len(cycle) == 2 else "indirect"
+            errors.append(
+                self.error(
+                    "E_LEFT_RECURSION",
+                    f"{kind} left recursion: {path} (a rule reaches itself before consuming input)",
+                    rule,
+                    rule,
+                    'rewrite it as repetition, e.g. a ::= a "x" | "y" becomes a ::= "y" "x"*',
+                )
+            )
+            errors[-1].details["cycle"] = [grammar.rules[r].name for r in cycle]
+        if strict:
+            for r, rule in enumerate(grammar.rules):
+                if not reachable[r]:
+                    errors.append(
+                        self.error(
+                            "E_UNREACHABLE_RULE",
+                            f"rule {rule.name!r} cannot be reached from the start rule {grammar.start!r}",
+                            rule,
+                            rule,
+                            "remove it, reference it, or compile without --strict",
+                        )
+                    )
+        errors.sort(key=_error_position)
+        self.raise_collected(errors)
+
+    def _cycles(self, graph: list[tuple[int, ...]]) -> list[tuple[tuple[int, ...], list[int]]]:
+        """Each cyclic component of `graph` with one shortest cycle through its smallest rule."""
+        out = []
+        for comp in strongly_connected(graph, self.budget):
+            first = comp[0]
+            if len(comp) == 1 and first not in graph[first]:
+                continue
+            members = set(comp)
+            parent = {first: -1}
+            queue = deque([first])
+            end = -1
+            while queue and end < 0:
+                v = queue.popleft()
+                for w in graph[v]:
+                    self.budget.charge(1, "grammar analysis")
+                    if w == first:
+                        end = v
+                        break
+                    if w in members and w not in parent:
+                        parent[w] = v
+                        queue.append(w)
+            path = [first]
+            v = end
+            while v != first:
+                path.append(v)
+                v = parent[v]
+            path.append(first)
+            path[1:-1] = reversed(path[1:-1])
+            out.append((comp, path))
+        out.sort(key=lambda item: item[1][0])
+        return out
+
+
+def _error_position(err: TrgcError) -> tuple[int, int]:
+    if err.span is None or err.span.line is None:
+        return (0, 0)
+    return (err.span.line, err.span.column)

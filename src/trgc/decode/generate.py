@@ -1,0 +1,202 @@
+"""`decode`: run a constrained generation loop and (optionally) publish its trace and sidecar.
+
+The loop is: observe the constraint, take the step's logits from the source, sample, commit,
+record. It stops on the sampler's stop reasons, after `max_tokens` steps (`max_tokens`), or
+when cancelled (`cancelled`): a `KeyboardInterrupt` raised by the logits source or the
+`cancelled()` poll between steps. Cancellation keeps every committed step, records the raw
+partial bytes and the configuration with `completed: false`, and never closes anything.
+
+Trace and sidecar are written to temporary files and renamed into place when the run ends
+(normally, by a stop reason, or cancelled); on any other error nothing is left behind.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from trgc.decode import sidecar as sidecar_mod
+from trgc.decode.logits import LogitsSource
+from trgc.decode.rng import ALGORITHM, Xoshiro256StarStar
+from trgc.decode.sampler import STOP_CANCELLED, STOP_MAX_TOKENS, SamplerSettings, summarize
+from trgc.decode.step import (
+    Constraint,
+    DecodeState,
+    Vocabulary,
+    commit,
+    decide,
+    end_record,
+    observe,
+    step_record,
+)
+from trgc.decode.trace import PROTOCOL, Trace, write_trace
+from trgc.errors import TrgcError
+
+SIDECAR_SUFFIX = ".logits.zst"
+
+
+@dataclass(frozen=True)
+class Identity:
+    """What a trace header says about the inputs (paths are stored relative to the trace)."""
+
+    artifact_sha256: str
+    tokenizer_sha256: str
+    compiler: str
+    trgc_version: str
+    artifact_path: str | None = None
+    tokenizer_path: str | None = None
+
+
+@dataclass
+class DecodeResult:
+    """The outcome of a run: raw output bytes are authoritative; `end` is the trace's end line."""
+
+    output: bytes
+    tokens: list[int]
+    end: dict
+    steps: list[dict] = field(default_factory=list)
+    trace_path: Path | None = None
+
+    @property
+    def stop(self) -> str:
+        return self.end["stop"]
+
+    @property
+    def completed(self) -> bool:
+        return self.end["completed"]
+
+
+def sidecar_path_for(trace_path: Path) -> Path:
+    return trace_path.with_name(trace_path.name + SIDECAR_SUFFIX)
+
+
+def _relative(path: str | None, trace_path: Path) -> str | None:
+    if path is None:
+        return None
+    try:
+        return os.path.relpath(Path(path).resolve(), trace_path.resolve().parent)
+    except ValueError:
+        return str(Path(path).resolve())
+
+
+def make_header(
+    identity: Identity,
+    vocab: Vocabulary,
+    settings: SamplerSettings,
+    *,
+    seed: int,
+    max_tokens: int,
+    logits: str,
+    trace_path: Path,
+) -> dict:
+    return {
+        "type": "header",
+        "protocol": PROTOCOL,
+        "trgc_version": identity.trgc_version,
+        "compiler": identity.compiler,
+        "artifact": {
+            "sha256": identity.artifact_sha256,
+            "path": _relative(identity.artifact_path, trace_path),
+        },
+        "tokenizer": {
+            "sha256": identity.tokenizer_sha256,
+            "path": _relative(identity.tokenizer_path, trace_path),
+            "vocab_size": int(vocab.vocab_size),
+            "eos_ids": sorted(int(i) for i in vocab.eos_ids),
+        },
+        "sampler": settings.to_dict(),
+        "max_tokens": max_tokens,
+        "rng": {"algorithm": ALGORITHM, "seed": seed},
+        "logits": logits,
+        "sidecar": {"file": sidecar_path_for(trace_path).name, "format": sidecar_mod.FORMAT},
+    }
+
+
+def decode(
+    constraint: Constraint,
+    vocab: Vocabulary,
+    source: LogitsSource,
+    *,
+    settings: SamplerSettings,
+    seed: int,
+    max_tokens: int,
+    trace_path: Path | str | None = None,
+    identity: Identity | None = None,
+    logits_description: str = "callback",
+    on_bytes: Callable[[bytes], None] | None = None,
+    cancelled: Callable[[], bool] | None = None,
+) -> DecodeResult:
+    """Generate under `constraint` with logits from `source`; write a trace when asked."""
+    if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
+        raise TrgcError(
+            "E_SAMPLER_SETTINGS", f"max_tokens must be an integer >= 1, got {max_tokens!r}"
+        )
+    if trace_path is not None and identity is None:
+        raise TrgcError("E_USAGE", "writing a trace needs the identities of artifact and tokenizer")
+    rng = Xoshiro256StarStar.from_seed(seed)
+    state = DecodeState.new(int(vocab.vocab_size))
+    records: list[dict] = []
+    trace_path = Path(trace_path) if trace_path is not None else None
+    writer = (
+        sidecar_mod.SidecarWriter(sidecar_path_for(trace_path)) if trace_path is not None else None
+    )
+    try:
+        for index in range(max_tokens):
+            try:
+                if cancelled is not None and cancelled():
+                    raise KeyboardInterrupt
+                obs = observe(constraint)
+                raw = np.asarray(source(index, list(state.tokens)), dtype=np.float64)
+                if raw.shape != (vocab.vocab_size,):
+                    raise TrgcError(
+                        "E_LOGITS_SOURCE",
+                        f"step {index}: expected logits of shape ({vocab.vocab_size},), got {raw.shape}",
+                    )
+                logits = summarize(raw, obs.ids)
+                decision, sample_us = decide(obs, logits, constraint, vocab, settings, state, rng)
+            except KeyboardInterrupt:
+                state.stop = STOP_CANCELLED
+                break
+            data = commit(constraint, vocab, state, decision)
+            records.append(step_record(index, obs, decision, sample_us))
+            if writer is not None:
+                writer.write(index, logits)
+            if on_bytes is not None and data:
+                on_bytes(data)
+            if state.stop is not None:
+                break
+        else:
+            state.stop = STOP_MAX_TOKENS
+        sidecar_sha256 = writer.close() if writer is not None else "0" * 64
+    except BaseException:
+        if writer is not None:
+            writer.discard()
+        raise
+    end = end_record(state, constraint, rng, len(records), sidecar_sha256)
+    result = DecodeResult(
+        output=bytes(state.output),
+        tokens=list(state.tokens),
+        end=end,
+        steps=records,
+        trace_path=trace_path,
+    )
+    if trace_path is not None:
+        header = make_header(
+            identity,
+            vocab,
+            settings,
+            seed=seed,
+            max_tokens=max_tokens,
+            logits=logits_description,
+            trace_path=trace_path,
+        )
+        try:
+            write_trace(trace_path, Trace(header=header, steps=records, end=end))
+        except BaseException:
+            sidecar_path_for(trace_path).unlink(missing_ok=True)
+            raise
+    return result

@@ -1,0 +1,143 @@
+"""The logits sidecar of a trace: per step, the allowed tokens' raw logits and a summary of the rest.
+
+Replay needs the exact float64 logits the sampler saw, but only for the grammar-allowed tokens
+(the others matter only through their NaN count, a +inf flag and their maximum, which the
+intervention metric uses). The payload is a sequence of little-endian records:
+
+    magic   b"TRGCLGT1"                      (8 bytes, once)
+    record  u32 step, u32 n_allowed, u32 outside_nan, u8 outside_posinf, 3 zero bytes,
+            f64 outside_max, n_allowed x f64 allowed logits (ascending token id)
+
+compressed as one zstd frame. The trace's end line records the SHA-256 of the file exactly
+as stored, so `sha256sum` checks it too. Writing goes to a temporary file that is renamed
+into place on `close`; `discard` removes it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import struct
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import zstandard
+
+from trgc.atomic import read_bytes
+from trgc.decode.sampler import StepLogits
+from trgc.errors import TrgcError
+
+FORMAT = "trgc-logits-1"
+MAGIC = b"TRGCLGT1"
+_RECORD = struct.Struct("<IIIB3xd")
+ZSTD_LEVEL = 6
+
+
+class SidecarWriter:
+    """Streams records into a zstd frame in a temporary file next to `path`."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        self._tmp = self.path.with_name(f".{self.path.name}.tmp-{os.getpid()}")
+        try:
+            self._file = open(self._tmp, "wb")  # noqa: SIM115 - held open across write() calls
+        except OSError as exc:
+            raise TrgcError(
+                "E_IO", f"cannot write: {exc.strerror}", source=str(self.path)
+            ) from None
+        self._compressor = zstandard.ZstdCompressor(level=ZSTD_LEVEL).compressobj()
+        self._hash = hashlib.sha256()
+        self._emit(MAGIC)
+        self.records = 0
+
+    def _emit(self, data: bytes) -> None:
+        chunk = self._compressor.compress(data)
+        if chunk:
+            self._hash.update(chunk)
+            self._file.write(chunk)
+
+    def write(self, step: int, logits: StepLogits) -> None:
+        allowed = np.ascontiguousarray(logits.allowed, dtype="<f8")
+        header = _RECORD.pack(
+            step,
+            allowed.shape[0],
+            logits.outside_nan,
+            int(logits.outside_posinf),
+            logits.outside_max,
+        )
+        self._emit(header + allowed.tobytes())
+        self.records += 1
+
+    def close(self) -> str:
+        """Finish the frame, publish the file atomically and return its SHA-256 (hex)."""
+        tail = self._compressor.flush()
+        self._hash.update(tail)
+        self._file.write(tail)
+        self._file.flush()
+        os.fsync(self._file.fileno())
+        self._file.close()
+        os.replace(self._tmp, self.path)
+        return self._hash.hexdigest()
+
+    def discard(self) -> None:
+        self._file.close()
+        self._tmp.unlink(missing_ok=True)
+
+
+def file_sha256(path: Path | str) -> str:
+    return hashlib.sha256(read_bytes(path)).hexdigest()
+
+
+def read_sidecar(path: Path | str, expected_sha256: str) -> Iterator[tuple[int, StepLogits]]:
+    """Check the file's SHA-256 against the trace, then yield `(step, StepLogits)` records."""
+    data = read_bytes(path)
+    actual = hashlib.sha256(data).hexdigest()
+    if actual != expected_sha256:
+        raise TrgcError(
+            "E_SIDECAR_HASH",
+            f"logits sidecar sha256 is {actual}, the trace records {expected_sha256}",
+            source=str(path),
+            hint="the sidecar was changed or belongs to another trace",
+            details={"expected": expected_sha256, "got": actual},
+        )
+    try:
+        payload = zstandard.ZstdDecompressor().decompressobj().decompress(data)
+    except zstandard.ZstdError as exc:
+        raise TrgcError(
+            "E_SIDECAR_FORMAT", f"logits sidecar is not a valid zstd frame: {exc}", source=str(path)
+        ) from None
+    return _records(payload, str(path))
+
+
+def _records(payload: bytes, source: str) -> Iterator[tuple[int, StepLogits]]:
+    if payload[: len(MAGIC)] != MAGIC:
+        raise TrgcError("E_SIDECAR_FORMAT", "logits sidecar has the wrong magic", source=source)
+    offset = len(MAGIC)
+    while offset < len(payload):
+        if offset + _RECORD.size > len(payload):
+            raise TrgcError(
+                "E_SIDECAR_FORMAT",
+                f"logits sidecar record truncated at byte {offset}",
+                source=source,
+            )
+        step, n, outside_nan, posinf, outside_max = _RECORD.unpack_from(payload, offset)
+        offset += _RECORD.size
+        end = offset + 8 * n
+        if end > len(payload) or posinf > 1:
+            raise TrgcError(
+                "E_SIDECAR_FORMAT",
+                f"logits sidecar record for step {step} is truncated or invalid",
+                source=source,
+            )
+        allowed = np.frombuffer(payload, dtype="<f8", count=n, offset=offset).astype(np.float64)
+        offset = end
+        yield (
+            step,
+            StepLogits(
+                allowed=allowed,
+                outside_nan=outside_nan,
+                outside_posinf=bool(posinf),
+                outside_max=outside_max,
+            ),
+        )

@@ -1,0 +1,170 @@
+"""trgc-trace-1 and its logits sidecar: strict reading, canonical lines, round trips, corruption codes."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import zstandard
+
+from decode_fakes import FakeConstraint, FakeVocab
+from trgc.decode.generate import Identity, decode
+from trgc.decode.logits import RandomLogits
+from trgc.decode.sampler import SamplerSettings, StepLogits
+from trgc.decode.sidecar import SidecarWriter, read_sidecar
+from trgc.decode.step import mask_sha256
+from trgc.decode.stream import Utf8Stream
+from trgc.decode.trace import PROTOCOL, parse_trace, read_trace
+from trgc.errors import TrgcError
+
+
+def make_trace(tmp_path: Path, seed: int = 3, **settings) -> Path:
+    path = tmp_path / "run.jsonl"
+    constraint, vocab = FakeConstraint(), FakeVocab()
+    decode(
+        constraint,
+        vocab,
+        RandomLogits(seed, vocab.vocab_size),
+        settings=SamplerSettings(**settings),
+        seed=seed,
+        max_tokens=40,
+        trace_path=path,
+        identity=Identity(constraint.sha256, vocab.sha256, "test-compiler", "0.1.0"),
+        logits_description=f"random:{seed}",
+    )
+    return path
+
+
+def lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def code_of(data: bytes) -> str:
+    with pytest.raises(TrgcError) as info:
+        parse_trace(data)
+    return info.value.code
+
+
+def test_trace_lines_are_canonical_and_round_trip(tmp_path):
+    path = make_trace(tmp_path)
+    data = path.read_bytes()
+    trace = read_trace(path)
+    assert trace.to_bytes() == data
+    for line in data.decode().splitlines():
+        assert line == json.dumps(
+            json.loads(line), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+        )
+    assert trace.header["protocol"] == PROTOCOL
+    assert [s["step"] for s in trace.steps] == list(range(len(trace.steps)))
+    assert trace.end["type"] == "end"
+    assert (tmp_path / "run.jsonl.logits.zst").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.jsonl", "run.jsonl.logits.zst"]
+
+
+def test_trace_holds_no_text(tmp_path):
+    path = make_trace(tmp_path)
+    text = path.read_text()
+    # the generated output (e.g. `[1,23]`) appears nowhere, only its hash and token ids
+    output = b"".join(
+        FakeVocab().token_bytes(s["token"])
+        for s in read_trace(path).steps
+        if s["token"] is not None
+    )
+    assert output and output.decode("utf-8", "replace") not in text and output.hex() not in text
+
+
+def test_unknown_field_version_type_are_errors(tmp_path):
+    records = lines(make_trace(tmp_path))
+
+    def dump(rs):
+        return (
+            "\n".join(json.dumps(r, sort_keys=True, separators=(",", ":")) for r in rs) + "\n"
+        ).encode()
+
+    assert parse_trace(dump(records)).end == records[-1]
+    bad = [dict(records[0], protocol="trgc-trace-2"), *records[1:]]
+    assert code_of(dump(bad)) == "E_TRACE_FORMAT"
+    bad = [records[0], dict(records[1], extra=1), *records[2:]]
+    assert code_of(dump(bad)) == "E_TRACE_FORMAT"
+    bad = [records[0], {k: v for k, v in records[1].items() if k != "rank"}, *records[2:]]
+    assert code_of(dump(bad)) == "E_TRACE_FORMAT"
+    bad = [records[0], dict(records[1], token="7"), *records[2:]]
+    assert code_of(dump(bad)) == "E_TRACE_FORMAT"
+    bad = [records[0], dict(records[1], type="note"), *records[2:]]
+    assert code_of(dump(bad)) == "E_TRACE_FORMAT"
+    bad = [records[0], *records[2:]]  # a step missing: numbering must be consecutive
+    assert code_of(dump(bad)) == "E_TRACE_FORMAT"
+    header = dict(records[0], rng=dict(records[0]["rng"], state=[1, 2]))
+    assert code_of(dump([header, *records[1:]])) == "E_TRACE_FORMAT"
+    assert code_of(dump([*records, records[-1]])) == "E_TRACE_FORMAT"  # a line after the end
+    assert code_of(b'{"type":"header","x":NaN}\n') == "E_TRACE_FORMAT"
+
+
+def test_truncated_trace_is_detected(tmp_path):
+    data = make_trace(tmp_path).read_bytes()
+    lines_ = data.splitlines(keepends=True)
+    with pytest.raises(TrgcError) as info:
+        parse_trace(b"".join(lines_[:-1]))
+    assert info.value.code == "E_TRACE_TRUNCATED"
+    assert info.value.details["steps"] == len(lines_) - 2
+    with pytest.raises(TrgcError) as info:
+        parse_trace(data[:-20])  # cut inside the end line
+    assert info.value.code == "E_TRACE_TRUNCATED"
+    assert info.value.span.line == len(lines_)
+    assert code_of(b"") == "E_TRACE_TRUNCATED"
+
+
+def test_sidecar_round_trip_and_corruption(tmp_path):
+    path = tmp_path / "s.zst"
+    writer = SidecarWriter(path)
+    records = [
+        StepLogits(np.array([1.5, -math.inf, math.nan]), 2, False, 7.25),
+        StepLogits(np.array([], dtype=np.float64), 0, True, -math.inf),
+    ]
+    for index, record in enumerate(records):
+        writer.write(index, record)
+    digest = writer.close()
+    got = list(read_sidecar(path, digest))
+    assert [g[0] for g in got] == [0, 1]
+    assert got[0][1].allowed.tobytes() == records[0].allowed.tobytes()
+    assert (got[0][1].outside_nan, got[0][1].outside_posinf, got[0][1].outside_max) == (
+        2,
+        False,
+        7.25,
+    )
+    assert got[1][1].outside_posinf and got[1][1].outside_max == -math.inf
+    with pytest.raises(TrgcError) as info:
+        read_sidecar(path, "0" * 64)
+    assert info.value.code == "E_SIDECAR_HASH"
+    import hashlib
+
+    junk = tmp_path / "junk.zst"
+    junk.write_bytes(b"not zstd")
+    with pytest.raises(TrgcError) as info:
+        read_sidecar(junk, hashlib.sha256(b"not zstd").hexdigest())
+    assert info.value.code == "E_SIDECAR_FORMAT"
+    wrong = zstandard.ZstdCompressor().compress(b"XXXXXXXX")
+    junk.write_bytes(wrong)
+    with pytest.raises(TrgcError) as info:
+        list(read_sidecar(junk, hashlib.sha256(wrong).hexdigest()))
+    assert info.value.code == "E_SIDECAR_FORMAT"
+
+
+def test_mask_hash_is_of_packed_int32_words():
+    mask = np.zeros(40, dtype=bool)
+    mask[[0, 33, 39]] = True
+    words = np.array([1, (1 << 1) | (1 << 7)], dtype="<i4")
+    import hashlib
+
+    assert mask_sha256(mask) == hashlib.sha256(words.tobytes()).hexdigest()
+
+
+def test_utf8_stream_shows_complete_scalars_only():
+    stream = Utf8Stream()
+    assert stream.feed(b"[\xc3") == "["
+    assert stream.pending() == b"\xc3"
+    assert stream.feed(b"\xa9,") == "é,"
+    assert stream.feed(b"\xe2\x82") == "" and stream.feed(b"\xac") == "€"

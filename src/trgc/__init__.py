@@ -23,6 +23,14 @@ __version__ = "0.1.0"
 
 # public name -> module that defines it
 _LAZY: dict[str, str] = {
+    "compile_grammar": "trgc.artifact.build",
+    "compile_ast": "trgc.artifact.build",
+    "load_artifact": "trgc.artifact.codec",
+    "check": "trgc.artifact.check",
+    "CheckResult": "trgc.artifact.check",
+    "Artifact": "trgc.artifact.model",
+    "load_tokenizer": "trgc.tokenizer.load",
+    "TokenTable": "trgc.tokenizer.table",
     "Matcher": "trgc.engine.matcher",
     "MaskCache": "trgc.engine.cache",
 }

@@ -1,0 +1,131 @@
+"""Reading tokenizer source files: size ceilings, transparent zstd, strict JSON, content hashes.
+
+Every loader reads through here so that compressed inputs (`*.zst`, or any file that starts with
+the zstd frame magic) are handled the same way, JSON errors carry a line and column, duplicate
+JSON keys are refused instead of silently keeping the last, and the sha256 recorded in a table's
+metadata is the hash of the *uncompressed* file (so it matches PROVENANCE notes).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from trgc.errors import Span, TrgcError
+
+MiB = 1024 * 1024
+MAX_SOURCE_BYTES = 512 * MiB  # one uncompressed tokenizer file
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+
+
+def logical_name(path: Path) -> str:
+    """The file name without a `.zst` suffix (`tokenizer.json.zst` -> `tokenizer.json`)."""
+    name = path.name
+    return name[:-4] if name.endswith(".zst") else name
+
+
+def read_source(path: Path, *, limit: int = MAX_SOURCE_BYTES) -> bytes:
+    """The uncompressed bytes of a tokenizer file; zstd frames are decompressed transparently."""
+    try:
+        size = path.stat().st_size
+        if size > limit:
+            raise _too_large(path, size, limit)
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise TrgcError("E_IO", f"cannot read file: {exc.strerror}", source=str(path)) from None
+    if raw.startswith(ZSTD_MAGIC):
+        return decompress_zstd(raw, source=str(path), limit=limit)
+    if path.name.endswith(".zst"):
+        raise TrgcError(
+            "E_TOKENIZER_ZSTD", "file ends in .zst but is not a zstd frame", source=str(path)
+        )
+    return raw
+
+
+def decompress_zstd(raw: bytes, *, source: str, limit: int = MAX_SOURCE_BYTES) -> bytes:
+    """Decompress one complete zstd frame, refusing corruption, truncation and oversized output."""
+    import zstandard
+
+    try:
+        declared = zstandard.frame_content_size(raw)
+    except zstandard.ZstdError as exc:
+        raise TrgcError(
+            "E_TOKENIZER_ZSTD", f"corrupted zstd header: {exc}", source=source
+        ) from None
+    if declared > limit:
+        raise _too_large(Path(source), declared, limit)
+    try:
+        return zstandard.ZstdDecompressor().decompress(raw, max_output_size=limit)
+    except zstandard.ZstdError as exc:
+        raise TrgcError(
+            "E_TOKENIZER_ZSTD",
+            f"corrupted or truncated zstd data: {exc}",
+            source=source,
+            hint="re-download or re-compress the file (zstd -t FILE checks it)",
+        ) from None
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKey(key)
+            seen.add(key)
+    return out
+
+
+class _DuplicateKey(Exception):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def parse_json(data: bytes, *, source: str) -> Any:
+    """Strict JSON: UTF-8, no duplicate keys; errors are `E_TOKENIZER_JSON` with line and column."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise TrgcError(
+            "E_TOKENIZER_JSON",
+            f"not UTF-8 at byte {exc.start}",
+            source=source,
+            span=Span(offset=exc.start),
+        ) from None
+    try:
+        return json.loads(text, object_pairs_hook=_no_duplicate_keys)
+    except json.JSONDecodeError as exc:
+        truncated = exc.pos >= len(text.rstrip())
+        raise TrgcError(
+            "E_TOKENIZER_JSON",
+            ("truncated JSON: " if truncated else "invalid JSON: ") + exc.msg,
+            source=source,
+            span=Span(exc.lineno, exc.colno, exc.pos),
+        ) from None
+    except _DuplicateKey as exc:
+        raise TrgcError(
+            "E_TOKENIZER_JSON", f"JSON object repeats the key {exc.key!r}", source=source
+        ) from None
+    except RecursionError:
+        raise TrgcError("E_TOKENIZER_JSON", "JSON nests too deeply", source=source) from None
+
+
+def read_json(path: Path) -> tuple[Any, str]:
+    """Parse a (possibly compressed) JSON file; returns the document and its uncompressed sha256."""
+    data = read_source(path)
+    return parse_json(data, source=str(path)), sha256_hex(data)
+
+
+def _too_large(path: Path, size: int, limit: int) -> TrgcError:
+    return TrgcError(
+        "E_TOKENIZER_TOO_LARGE",
+        f"{size:,} bytes exceeds the tokenizer file ceiling of {limit:,} bytes",
+        source=str(path),
+    )

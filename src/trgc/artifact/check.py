@@ -102,3 +102,22 @@ def _rejected(
         frames,
         prefix,
     )
+
+
+def _byte_text(b: int) -> str:
+    if 0x20 <= b < 0x7F and b not in (0x27, 0x5C):
+        return f"'{chr(b)}'"
+    return f"0x{b:02X}"
+
+
+def describe_bytes(values: tuple[int, ...]) -> str:
+    """A short human form of a set of bytes: runs become ranges, e.g. "'0'..'9', ',', 0x80..0xBF"."""
+    runs: list[list[int]] = []
+    for b in sorted(set(values)):
+        if runs and runs[-1][1] == b - 1:
+            runs[-1][1] = b
+        else:
+            runs.append([b, b])
+    return ", ".join(
+        _byte_text(lo) if lo == hi else f"{_byte_text(lo)}..{_byte_text(hi)}" for lo, hi in runs
+    )

@@ -25,8 +25,10 @@ app = typer.Typer(
 
 # Each module defines `register(app)`; order here is the order of `trgc --help`.
 COMMAND_MODULES: tuple[str, ...] = (
+    "trgc.cli.compile_cmds",
     "trgc.cli.tools_cmds",
     "trgc.cli.release_cmds",
+    "trgc.cli.masks_cmds",
 )
 
 

@@ -1,0 +1,115 @@
+"""Source to artifact: analysis, byte automata, metadata, size limit and the codec self-check.
+
+`compile_ast` is the one entry point every front end ends in (trg-1 grammars here, JSON
+Schemas through `trgc.artifact.build_schema`); the metadata it records depends only on the
+grammar, the limits and the trgc version: no timestamps, paths or hash-seed-dependent order.
+"""
+
+from __future__ import annotations
+
+from trgc.artifact.codec import encode, encoded_size
+from trgc.artifact.model import Artifact, Machine
+from trgc.errors import TrgcError
+from trgc.grammar.ast import Grammar, Kind
+from trgc.limits import DEFAULT_LIMITS, Budget, Limits, check_limit
+
+ARTIFACT_FORMAT = "trga-1"
+DEFAULT_MAX_DEPTH = 32
+
+
+def _features(grammar: Grammar, n_machines: int, specials: tuple[str, ...]) -> list[str]:
+    """Constructs the grammar uses, as a sorted list (one pass over the node arena)."""
+    found: set[str] = set()
+    for node in grammar.nodes:
+        if node.kind == Kind.CLASS:
+            found.add("classes")
+            if any(hi > 0x7F for _, hi in node.payload):
+                found.add("unicode")
+        elif node.kind == Kind.LITERAL and any(b > 0x7F for b in node.payload):
+            found.add("unicode")
+        elif node.kind == Kind.REPEAT:
+            low, high = node.payload
+            if (low, high) not in ((0, None), (1, None), (0, 1)):
+                found.add("counted_repetition")
+    if n_machines > 1:
+        found.add("recursion")
+    if specials:
+        found.add("specials")
+    return sorted(found)
+
+
+def _source_hash(grammar: Grammar) -> str | None:
+    value = grammar.source_sha256
+    if not value:
+        return None
+    return value if value.startswith("sha256:") else "sha256:" + value
+
+
+def compile_ast(
+    grammar: Grammar, *, limits: Limits | None = None, strict: bool = False
+) -> Artifact:
+    """Analyse `grammar`, build its byte automata and wrap them into a self-checked Artifact.
+
+    Raises the analysis and automata errors (`E_GRAMMAR_*`, `E_PREDICTIVE_CONFLICT`, ...) and
+    `E_LIMIT_*` for every ceiling, including `compiled_bytes` before serialising.
+    """
+    from trgc import __version__
+    from trgc.automata.machines import build_tables
+    from trgc.grammar.analysis import analyze
+
+    limits = limits or DEFAULT_LIMITS
+    budget = Budget(limits.operations)
+    analysis = analyze(grammar, strict=strict, budget=budget)
+    tables = build_tables(grammar, analysis, limits=limits, budget=budget)
+    max_depth = grammar.max_depth if grammar.max_depth is not None else DEFAULT_MAX_DEPTH
+    check_limit("max_depth", max_depth, limits.max_depth, "max_depth")
+    machines = tuple(Machine(m.name, m.accepting, m.next, m.calls) for m in tables.machines)
+    metadata: dict = {
+        "format": ARTIFACT_FORMAT,
+        "compiler": {"name": "trgc", "version": __version__},
+        "source_kind": grammar.source_kind,
+        "start": tables.machine_rules[0],
+        "machines": list(tables.machine_rules),
+        "max_depth": max_depth,
+        "limits": limits.to_dict(),
+        "features": _features(grammar, len(machines), tables.specials),
+        "stats": dict(sorted(tables.stats.items())),
+    }
+    source_hash = _source_hash(grammar)
+    if source_hash is not None:
+        metadata["source_sha256"] = source_hash
+    if grammar.options:
+        metadata["options"] = dict(grammar.options)
+    artifact = Artifact(
+        metadata=metadata,
+        byte_class=tables.byte_class,
+        n_classes=tables.n_classes,
+        specials=tables.specials,
+        machines=machines,
+        max_depth=max_depth,
+    )
+    check_limit(
+        "compiled_bytes", encoded_size(artifact), limits.compiled_bytes, "the compiled artifact"
+    )
+    encode(artifact)  # serialise and self-check now, so a returned artifact is always valid
+    return artifact
+
+
+def compile_grammar(
+    text: str | bytes,
+    *,
+    limits: Limits | None = None,
+    strict: bool = False,
+    source: str | None = None,
+) -> Artifact:
+    """Compile trg-1 source text into an Artifact (`source` names it in error messages)."""
+    from trgc.grammar.parser import parse_grammar
+
+    limits = limits or DEFAULT_LIMITS
+    try:
+        grammar = parse_grammar(text, limits=limits, source=source)
+        return compile_ast(grammar, limits=limits, strict=strict)
+    except TrgcError as error:
+        if error.source is None and source is not None:
+            error.source = source
+        raise

@@ -80,14 +80,21 @@ def compile_source(
     return build_tables(grammar, mini_analysis(grammar), limits=limits, budget=budget)
 
 
-def walk(
-    tables: Tables, data: bytes, *, specials: tuple[str, ...] = (), max_depth: int = 64
-) -> bool:
-    """Does the table semantics accept `data` (then the given special tokens)?"""
-    symbols = [int(tables.byte_class[b]) for b in data]
-    symbols += [tables.n_classes + tables.specials.index(name) for name in specials]
+def symbols_of(tables: Tables, pieces) -> list[int]:
+    """Table symbols of a sequence of pieces: bytes are bytes, a str is a special token's name."""
+    out: list[int] = []
+    for piece in pieces:
+        if isinstance(piece, str):
+            out.append(tables.n_classes + tables.specials.index(piece))
+        else:
+            out.extend(int(tables.byte_class[b]) for b in piece)
+    return out
+
+
+def walk(tables: Tables, *pieces, max_depth: int = 64) -> bool:
+    """Does the table semantics (trgc.artifact.model) accept the pieces in order?"""
     stack = [(0, 0)]
-    for sym in symbols:
+    for sym in symbols_of(tables, pieces):
         while True:
             m, s = stack[-1]
             machine = tables.machines[m]

@@ -45,9 +45,12 @@ class Alphabet:
         return self.n_input + self.calls.index(rule)
 
     def describe(self, atom: int) -> str:
-        """A readable name: `0x22 '"'` for bytes (the atom's smallest byte), `special("x")`, `call r`."""
+        """A readable name: `0x22 '"'` for a byte, `0x61 'a'..0x7a 'z'` for a byte range,
+        `special("x")`, `call r`."""
         if atom < self.n_byte_atoms:
-            return describe_byte(self.atom_lo[atom])
+            lo = self.atom_lo[atom]
+            hi = self.atom_lo[atom + 1] - 1 if atom + 1 < self.n_byte_atoms else 255
+            return describe_byte(lo) if lo == hi else f"{describe_byte(lo)}..{describe_byte(hi)}"
         if atom < self.n_input:
             return f'special("{self.specials[atom - self.n_byte_atoms]}")'
         return f"call {self.calls[atom - self.n_input]}"

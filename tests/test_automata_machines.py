@@ -1,0 +1,259 @@
+"""Machines with calls: JSON, the predictive check, limits, budget and output determinism."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from test_automata_support import compile_source, walk
+from trgc.errors import TrgcError
+from trgc.limits import Budget, Limits
+
+ROOT = Path(__file__).resolve().parents[1]
+
+JSON_GRAMMAR = r"""
+%start value
+value   ::= object | array | string | number | "true" | "false" | "null" ;
+object  ::= "{" ( member ( "," member )* )? "}" ;
+member  ::= string ":" value ;
+array   ::= "[" ( value ( "," value )* )? "]" ;
+string  ::= "\"" ( [^"\\\x00-\x1F] | "\\" ( ["\\/bfnrt] | "u" hex{4} ) )* "\"" ;
+hex     ::= [0-9a-fA-F] ;
+number  ::= "-"? ( "0" | [1-9] [0-9]{0,15} ) ( "." [0-9]{1,16} )? ;
+"""
+
+
+def test_json_grammar_compiles_to_four_machines():
+    tables = compile_source(JSON_GRAMMAR)
+    # start rule first, then breadth-first by first call with symbols ascending ('[' < '{')
+    assert tables.machine_rules == ("value", "array", "object", "member")
+    assert [m.name for m in tables.machines] == list(tables.machine_rules)
+    assert tables.specials == ()
+    assert tables.stats["states"] == sum(m.n_states for m in tables.machines)
+    for machine in tables.machines:
+        assert machine.next.shape == (machine.n_states, tables.n_symbols)
+        assert machine.calls.shape[1] == 2
+        # call edges are numbered in order of first use
+        uses = [-2 - v for v in machine.next.ravel().tolist() if v <= -2]
+        firsts = []
+        for k in uses:
+            if k not in firsts:
+                firsts.append(k)
+        assert firsts == list(range(len(machine.calls)))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"a":[1,2.5,-0.1,{"b":null}],"c":"\\u00e9x"}',
+        "[]",
+        "{}",
+        "[[[true]]]",
+        '"h\u00e9\u2713"',
+        "-0.25",
+        '[{},[],""]',
+    ],
+)
+def test_json_accepts(text):
+    tables = compile_source(JSON_GRAMMAR)
+    assert walk(tables, text.encode())
+    assert json.loads(text) is not None or text == "null"
+
+
+@pytest.mark.parametrize(
+    "data", [b"[1,]", b"01", b'{"a" :1}', b'"\xed\xa0\x80"', b"{", b'"\\x"', b"[1 ]", b"tru"]
+)
+def test_json_rejects(data):
+    assert not walk(compile_source(JSON_GRAMMAR), data)
+
+
+def test_json_compiles_fast():
+    compile_source(JSON_GRAMMAR)
+    best = min(_timed(lambda: compile_source(JSON_GRAMMAR)) for _ in range(5))
+    assert best < 0.25  # typically ~8 ms; a generous bound for slow CI machines
+
+
+def _timed(fn) -> float:
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
+def test_specials_are_symbols_after_the_classes():
+    tables = compile_source(
+        'call ::= special("<tool_call>") v special("</tool_call>") ;\nv ::= "[" v? "]" ;'
+    )
+    assert tables.specials == ("</tool_call>", "<tool_call>")
+    assert tables.n_symbols == tables.n_classes + 2
+    assert walk(tables, "<tool_call>", b"[[]]", "</tool_call>")
+    assert not walk(tables, "<tool_call>", b"[[]", "</tool_call>")
+    assert not walk(tables, b"[]")
+
+
+def test_nullable_recursive_call_has_a_bypass():
+    tables = compile_source('s ::= "<" p ">" ;\np ::= ( "(" p ")" p )? ;')
+    for text, ok in [
+        (b"<>", True),
+        (b"<()>", True),
+        (b"<(())()>", True),
+        (b"<(>", False),
+        (b"<)(>", False),
+    ]:
+        assert walk(tables, text) == ok, text
+
+
+def test_start_rule_is_machine_zero_even_when_not_recursive():
+    tables = compile_source('top ::= "#" v ;\nv ::= "a" | "(" v ")" ;')
+    assert tables.machine_rules == ("top", "v")
+    assert walk(tables, b"#((a))") and not walk(tables, b"#((a)")
+
+
+# --- predictive conflicts ---------------------------------------------------------------------
+
+
+def _conflict(source: str) -> TrgcError:
+    with pytest.raises(TrgcError) as info:
+        compile_source(source)
+    assert info.value.code == "E_PREDICTIVE_CONFLICT"
+    return info.value
+
+
+def test_conflicting_alternatives_across_a_recursive_call():
+    err = _conflict('a ::= "x" a | "x" "x" ;')
+    (item,) = err.details["conflicts"]
+    assert item["rule"] == "a"
+    assert item["after"] == '"x"'
+    assert item["symbol"] == "0x78 'x'"
+    assert item["actions"] == ["shift in rule a", "call a"]
+    assert "0x78 'x'" in err.message and err.span.line == 2
+
+
+def test_common_prefixes_across_calls_are_factored_not_conflicts():
+    # "x" a | "x" "y" is LL(2) but the DFA factors the common prefix: deterministic
+    tables = compile_source('a ::= "x" a | "x" "y" ;')
+    assert walk(tables, b"xxxy") and not walk(tables, b"xx")
+
+
+def test_return_shift_conflict_names_the_caller():
+    err = _conflict('s ::= a "x" ;\na ::= "(" a ")" "x"? | "y" ;')
+    (item,) = err.details["conflicts"]
+    assert item["rule"] == "a"
+    assert item["after"] == '"(" a ")"'
+    assert item["symbol"] == "0x78 'x'"
+    assert item["actions"][0] == "shift in rule a"
+    assert item["actions"][1].startswith("return from a (rule s continues with it after a")
+
+
+def test_two_calls_with_overlapping_first_conflict():
+    err = _conflict('s ::= a | b ;\na ::= "x" a | "y" ;\nb ::= "x" b | "z" ;')
+    actions = [item["actions"] for item in err.details["conflicts"]]
+    assert ["call a", "call b"] in actions
+
+
+def test_all_conflicts_are_collected_then_raised_once():
+    letters = " | ".join(f'"{c}"' for c in "abcdefghijkl")
+    err = _conflict(f's ::= a | b ;\na ::= ({letters}) a | "0" ;\nb ::= ({letters}) b | "1" ;')
+    assert err.details["count"] == 12
+    assert len(err.details["conflicts"]) == 10
+    assert "(and 11 more)" in err.message
+    # a byte range with one behaviour is reported once, as a range
+    err = _conflict('s ::= a | b ;\na ::= [a-z] a | "0" ;\nb ::= [a-z] b | "1" ;')
+    assert err.details["conflicts"][0]["symbol"] == "0x61 'a'..0x7a 'z'"
+
+
+def test_special_token_conflict_is_named():
+    err = _conflict('s ::= a special("<e>")? ;\na ::= "(" a ")" special("<e>")? | "y" ;')
+    assert err.details["conflicts"][0]["symbol"] == 'special("<e>")'
+
+
+def test_unproductive_start_is_an_empty_language():
+    with pytest.raises(TrgcError) as info:
+        compile_source('a ::= "x" a ;')
+    assert info.value.code == "E_EMPTY_LANGUAGE"
+
+
+def test_unproductive_alternative_is_trimmed():
+    tables = compile_source('s ::= "a" | "b" t ;\nt ::= "c" t ;')
+    assert tables.machine_rules == ("s",)
+    assert walk(tables, b"a") and not walk(tables, b"b")
+    assert int(tables.machines[0].next[0, tables.byte_class[ord("b")]]) == -1
+
+
+# --- limits and budget ------------------------------------------------------------------------
+
+
+def test_state_explosion_fails_fast():
+    started = time.perf_counter()
+    with pytest.raises(TrgcError) as info:
+        compile_source('s ::= ("a"|"b")* "a" ("a"|"b"){40} ;')
+    assert info.value.code == "E_LIMIT_STATES"
+    assert time.perf_counter() - started < 10
+
+
+def test_nested_repetition_is_refused_before_copying():
+    started = time.perf_counter()
+    with pytest.raises(TrgcError) as info:
+        compile_source('s ::= (("a"{1000}){1000}){1000} ;')
+    assert info.value.code == "E_LIMIT_STATES"
+    assert "NFA states" in info.value.message
+    assert time.perf_counter() - started < 5
+
+
+def test_transitions_limit():
+    with pytest.raises(TrgcError) as info:
+        compile_source("s ::= [a-z]{100} ;", limits=Limits(transitions=50))
+    assert info.value.code == "E_LIMIT_TRANSITIONS"
+
+
+def test_operations_budget():
+    with pytest.raises(TrgcError) as info:
+        compile_source(JSON_GRAMMAR, budget=Budget(2_000))
+    assert info.value.code == "E_LIMIT_OPERATIONS"
+
+
+def test_operations_are_counted():
+    tables = compile_source(JSON_GRAMMAR)
+    assert 0 < tables.stats["operations"] < 1_000_000
+
+
+# --- determinism ------------------------------------------------------------------------------
+
+_DIGEST_SCRIPT = """
+import hashlib, sys
+sys.path.insert(0, sys.argv[1])
+from test_automata_support import compile_source
+h = hashlib.sha256()
+for source in sys.argv[2:]:
+    t = compile_source(source)
+    h.update(t.byte_class.tobytes())
+    h.update(repr((t.n_classes, t.specials, t.machine_rules)).encode())
+    for m in t.machines:
+        h.update(m.accepting.tobytes() + m.next.tobytes() + m.calls.tobytes())
+print(h.hexdigest())
+"""
+
+DETERMINISM_SOURCES = [
+    JSON_GRAMMAR,
+    'call ::= special("<b>") v special("<a>") ;\nv ::= "[" ( v | w )* "]" | [\\u{80}-\\u{10FFFF}] ;\nw ::= "{" v? "}" ;',
+]
+
+
+def test_tables_identical_under_different_hash_seeds():
+    digests = set()
+    for seed in ("0", "1", "4242"):
+        result = subprocess.run(
+            [sys.executable, "-c", _DIGEST_SCRIPT, str(ROOT / "tests"), *DETERMINISM_SOURCES],
+            env={"PYTHONHASHSEED": seed, "PATH": "/usr/bin:/bin"},
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        digests.add(result.stdout.strip())
+    assert len(digests) == 1
+    assert len(hashlib.sha256(b"").hexdigest()) == len(digests.pop())

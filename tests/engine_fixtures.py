@@ -7,112 +7,41 @@ compiler or the tokenizer loaders, so the engine is testable on its own.
 
 from __future__ import annotations
 
-import hashlib
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from trgc.artifact.model import Artifact, Machine, call_action
+from trgc.tokenizer.table import KIND_BYTE, KIND_SPECIAL, KIND_UNUSED, TokenTable, make_table
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 
 
-@dataclass
-class FixtureTrie:
-    node_byte: np.ndarray
-    node_depth: np.ndarray
-    subtree_end: np.ndarray
-    token_start: np.ndarray
-    token_ids: np.ndarray
-
-
-def build_trie(tokens: list[bytes | None]) -> FixtureTrie:
-    """Preorder trie of every token with bytes (iterative, children sorted by byte)."""
-    children: list[dict[int, int]] = [{}]
-    ends: list[list[int]] = [[]]
-    for tid, data in enumerate(tokens):
-        if not data:
-            continue
-        node = 0
-        for b in data:
-            nxt = children[node].get(b)
-            if nxt is None:
-                nxt = len(children)
-                children.append({})
-                ends.append([])
-                children[node][b] = nxt
-            node = nxt
-        ends[node].append(tid)
-    order: list[tuple[int, int, int]] = []  # (old node, byte, depth)
-    work = [(0, 0, 0)]
-    while work:
-        node, byte, depth = work.pop()
-        order.append((node, byte, depth))
-        for b in sorted(children[node], reverse=True):
-            work.append((children[node][b], b, depth + 1))
-    n = len(order)
-    node_byte = np.array([o[1] for o in order], dtype=np.uint8)
-    node_depth = np.array([o[2] for o in order], dtype=np.int32)
-    subtree_end = np.empty(n, dtype=np.int32)
-    stack: list[int] = []
-    for i in range(n):
-        while stack and node_depth[stack[-1]] >= node_depth[i]:
-            subtree_end[stack.pop()] = i
-        stack.append(i)
-    for j in stack:
-        subtree_end[j] = n
-    token_start = np.zeros(n + 1, dtype=np.int32)
-    ids: list[int] = []
-    for i, (old, _, _) in enumerate(order):
-        ids.extend(sorted(ends[old]))
-        token_start[i + 1] = len(ids)
-    return FixtureTrie(
-        node_byte, node_depth, subtree_end, token_start, np.array(ids, dtype=np.int32)
+def make_tokenizer(
+    tokens: list[bytes | None],
+    *,
+    specials: dict[str, int],
+    added: dict[str, int] | None = None,
+    eos: tuple[int, ...] = (),
+    unused: tuple[int, ...] = (),
+) -> TokenTable:
+    """A real `TokenTable`: single bytes >= 0x80 are byte-fallback tokens, `specials` have no
+    bytes, `added` are added tokens that keep their bytes, `unused` ids have no bytes."""
+    kinds = np.zeros(len(tokens), dtype=np.uint8)
+    for i, t in enumerate(tokens):
+        if t is not None and len(t) == 1 and t[0] >= 0x80:
+            kinds[i] = KIND_BYTE
+    kinds[list(specials.values())] = KIND_SPECIAL
+    kinds[list(unused)] = KIND_UNUSED
+    return make_table(
+        tokens,
+        kinds,
+        special_tokens=dict(specials),
+        added_tokens={**(added or {}), **specials},
+        eos_ids=eos,
+        metadata={"family": "fixture"},
     )
-
-
-@dataclass
-class FixtureTable:
-    """Duck-typed `TokenTable`: byte tokens, specials by name, EOS ids."""
-
-    tokens: list[bytes | None]
-    specials: dict[str, int] = field(default_factory=dict)
-    added: dict[str, int] = field(default_factory=dict)
-    eos: tuple[int, ...] = ()
-    unused: tuple[int, ...] = ()
-
-    def __post_init__(self) -> None:
-        self.vocab_size = len(self.tokens)
-        kinds = np.zeros(self.vocab_size, dtype=np.uint8)
-        lengths = [len(t or b"") for t in self.tokens]
-        for i, t in enumerate(self.tokens):
-            if t is not None and len(t) == 1 and t[0] >= 0x80:
-                kinds[i] = 1  # byte fallback
-        for i in self.specials.values():
-            kinds[i] = 2
-        for i in self.unused:
-            kinds[i] = 3
-        self.kinds = kinds
-        self.offsets = np.zeros(self.vocab_size + 1, dtype=np.int64)
-        self.offsets[1:] = np.cumsum(lengths)
-        self.data = np.frombuffer(b"".join(t or b"" for t in self.tokens), dtype=np.uint8).copy()
-        self.special_tokens = dict(self.specials)
-        self.added_tokens = {**self.added, **self.specials}
-        self.eos_ids = tuple(self.eos)
-        digest = hashlib.sha256(
-            repr(
-                (self.tokens, sorted(self.specials.items()), sorted(self.added.items()), self.eos)
-            ).encode()
-        )
-        self.sha256 = "sha256:" + digest.hexdigest()
-        self.trie = build_trie(
-            [None if i in self.specials.values() else t for i, t in enumerate(self.tokens)]
-        )
-
-    def token_bytes(self, i: int) -> bytes:
-        return self.data[self.offsets[i] : self.offsets[i + 1]].tobytes()
 
 
 def make_artifact(
@@ -246,16 +175,17 @@ STRUCTURAL = [
 ]  # fmt: skip
 
 
-def structural_table() -> FixtureTable:
+def structural_table() -> TokenTable:
     """Merged structural tokens plus specials, an added non-special `<tool_call>`, EOS and an
-    unused id."""
-    tokens: list[bytes | None] = list(STRUCTURAL)
-    base = len(tokens)
-    tokens += [None, None, b"<tool_call>", None, b"unused"]
-    return FixtureTable(
-        tokens,
+    unused id (ids after `STRUCTURAL`: </tool_call>, <eos>, <tool_call>, <pad>, unused)."""
+    base = len(STRUCTURAL)
+    return make_tokenizer(
+        [*STRUCTURAL, None, None, b"<tool_call>", None, None],
         specials={"</tool_call>": base, "<eos>": base + 1, "<pad>": base + 3},
         added={"<tool_call>": base + 2},
         eos=(base + 1,),
         unused=(base + 4,),
     )
+
+
+UNUSED_ID = len(STRUCTURAL) + 4

@@ -7,7 +7,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine_fixtures import STRUCTURAL, json_like, regular, structural_table, tool_call
+from engine_fixtures import (
+    STRUCTURAL,
+    UNUSED_ID,
+    json_like,
+    make_tokenizer,
+    regular,
+    structural_table,
+    tool_call,
+)
 from trgc.engine import kernel, reference
 from trgc.engine.binding import bind
 from trgc.engine.bits import n_words, pack, unpack
@@ -27,7 +35,7 @@ def tid(text: bytes) -> int:
 def allowed_set(mask: np.ndarray) -> set[bytes | str]:
     out: set[bytes | str] = set()
     for i in np.flatnonzero(mask):
-        out.add(TOK.tokens[i] if i < len(STRUCTURAL) else f"#{i}")
+        out.add(STRUCTURAL[i] if i < len(STRUCTURAL) else f"#{i}")
     return out
 
 
@@ -123,9 +131,7 @@ def test_special_tokens_by_name_and_added_tokens():
 
 
 def test_missing_special_token_fails_at_creation():
-    from engine_fixtures import FixtureTable
-
-    bare = FixtureTable([b"a", None], specials={"<eos>": 1}, eos=(1,))
+    bare = make_tokenizer([b"a", None], specials={"<eos>": 1}, eos=(1,))
     with pytest.raises(TrgcError) as err:
         Matcher(tool_call(), bare)
     assert err.value.code == "E_SPECIAL_TOKEN_MISSING"
@@ -137,7 +143,7 @@ def test_eos_never_offered_before_accepting_and_unused_never():
     with pytest.raises(TrgcError) as err:
         m.advance(EOS)
     assert err.value.code == "E_TOKEN_NOT_ALLOWED" and m.n_advanced == 0
-    for bad in (-1, TOK.vocab_size, TOK.unused[0], TOK.special_tokens["<pad>"]):
+    for bad in (-1, TOK.vocab_size, UNUSED_ID, TOK.special_tokens["<pad>"]):
         assert not m.is_allowed(bad)
 
 
@@ -196,11 +202,11 @@ def test_cache_hits_and_budget():
     cache = MaskCache(budget_bytes=10_000)
     m = Matcher(json_like(), TOK, cache=cache)
     first = m.allowed_tokens()
-    assert not m.last_cache_hit
-    assert (m.allowed_tokens() == first).all() and m.last_cache_hit
+    assert m.last_source == "walk"
+    assert (m.allowed_tokens() == first).all() and m.last_source == "cache"
     other = Matcher(regular(), TOK, cache=cache)  # same cache, other artifact: no false hit
     other.allowed_tokens()
-    assert not other.last_cache_hit
+    assert other.last_source == "walk"
     tiny = MaskCache(budget_bytes=200)
     m2 = Matcher(json_like(), TOK, cache=tiny)
     for t in (b"[", b"[", b"x"):
@@ -241,8 +247,12 @@ def _walk_configs(art, seed: int, steps: int):
 def test_kernel_equals_reference_on_random_walks(seed, which):
     art = {"json": json_like, "call": tool_call, "regular": regular}[which]()
     b = bind(art, TOK)
+    matcher = Matcher(art, TOK)  # adaptive path: frame entries plus the live-stack remainder
     for config in _walk_configs(art, seed, 25):
-        assert (kernel.allowed_mask(b, config) == reference.allowed_mask(b, config)).all(), config
+        expected = reference.allowed_mask(b, config)
+        assert (kernel.allowed_mask(b, config) == expected).all(), config
+        matcher._history = [config]
+        assert (matcher.allowed_tokens() == expected).all(), config
 
 
 def test_step_bound_rejects_malformed_loops():

@@ -13,7 +13,6 @@ Special-token policy (`SPECIAL_POLICY`, part of every cache key):
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,22 +23,6 @@ from trgc.errors import TrgcError
 
 SPECIAL_POLICY = "trgc-specials-1"
 KIND_NORMAL, KIND_BYTE, KIND_SPECIAL, KIND_UNUSED = 0, 1, 2, 3
-
-
-def artifact_id(artifact: Artifact) -> str:
-    """The artifact's identity: its `sha256`, or for hand-built artifacts without one a digest
-    of its tables (prefixed `tables:` so it can never collide with a real identity)."""
-    sha = getattr(artifact, "sha256", None)
-    if sha:
-        return str(sha)
-    digest = hashlib.sha256()
-    digest.update(repr((artifact.n_classes, artifact.specials, artifact.max_depth)).encode())
-    digest.update(np.asarray(artifact.byte_class, dtype=np.uint8).tobytes())
-    for m in artifact.machines:
-        for array, dtype in ((m.accepting, np.uint8), (m.next, "<i4"), (m.calls, "<i4")):
-            a = np.ascontiguousarray(array, dtype=dtype)
-            digest.update(repr(a.shape).encode() + a.tobytes())
-    return "tables:" + digest.hexdigest()
 
 
 def compiler_version(artifact: Artifact) -> str:
@@ -131,7 +114,7 @@ def bind(artifact: Artifact, tokenizer) -> Binding:
         token_ids=np.ascontiguousarray(trie.token_ids, dtype=np.int32),
         trie_depth=int(node_depth.max()) if node_depth.size else 0,
         key=(
-            artifact_id(artifact),
+            artifact.sha256,
             str(tokenizer.sha256),
             compiler_version(artifact),
             SPECIAL_POLICY,

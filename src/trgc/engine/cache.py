@@ -18,7 +18,8 @@ ENTRY_OVERHEAD = 128  # bytes charged per entry for the key, the dict slot and t
 
 
 class MaskCache:
-    """LRU of read-only uint32 mask words, evicting least recently used entries over budget."""
+    """LRU of read-only mask words (and per-state `FrameEntry` values), evicting the least
+    recently used entries once `bytes_used` exceeds `budget_bytes`."""
 
     def __init__(self, budget_bytes: int = DEFAULT_LIMITS.cache_bytes) -> None:
         if budget_bytes < 0:
@@ -27,38 +28,35 @@ class MaskCache:
         self.bytes_used = 0
         self.hits = 0
         self.misses = 0
-        self._entries: OrderedDict[tuple, np.ndarray] = OrderedDict()
+        self._entries: OrderedDict[tuple, tuple[object, int]] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._entries)
 
-    @staticmethod
-    def entry_bytes(key: tuple, words: np.ndarray) -> int:
-        config = key[-1] or ()
-        return int(words.nbytes) + 8 * len(config) + ENTRY_OVERHEAD
-
-    def get(self, key: tuple) -> np.ndarray | None:
-        """The cached words for `key` (marked most recently used), or None."""
-        words = self._entries.get(key)
-        if words is None:
+    def get(self, key: tuple):
+        """The cached value for `key` (marked most recently used), or None."""
+        found = self._entries.get(key)
+        if found is None:
             self.misses += 1
             return None
         self._entries.move_to_end(key)
         self.hits += 1
-        return words
+        return found[0]
 
-    def put(self, key: tuple, words: np.ndarray) -> np.ndarray:
-        """Store `words` (made read-only) unless it alone exceeds the budget; return it."""
-        words.flags.writeable = False
-        size = self.entry_bytes(key, words)
+    def put(self, key: tuple, value, nbytes: int):
+        """Store `value` (charged `nbytes` plus a per-entry overhead) unless it alone exceeds
+        the budget; return it. Arrays are made read-only first."""
+        if isinstance(value, np.ndarray):
+            value.flags.writeable = False
+        size = int(nbytes) + 8 * len(key) + ENTRY_OVERHEAD
         if size > self.budget_bytes or key in self._entries:
-            return words
-        self._entries[key] = words
+            return value
+        self._entries[key] = (value, size)
         self.bytes_used += size
         while self.bytes_used > self.budget_bytes:
-            old_key, old = self._entries.popitem(last=False)
-            self.bytes_used -= self.entry_bytes(old_key, old)
-        return words
+            _, (_, old_size) = self._entries.popitem(last=False)
+            self.bytes_used -= old_size
+        return value
 
     def clear(self) -> None:
         self._entries.clear()

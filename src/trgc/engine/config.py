@@ -40,6 +40,7 @@ class Tables:
     byte_class: np.ndarray  # uint8[256]
     n_classes: int
     max_depth: int
+    has_caller: np.ndarray  # bool[G]: the state's machine is the callee of some call edge
 
     @property
     def max_steps(self) -> int:
@@ -83,6 +84,7 @@ def flatten(artifact: Artifact) -> Tables:
         byte_class=np.asarray(artifact.byte_class, dtype=np.uint8),
         n_classes=int(artifact.n_classes),
         max_depth=int(artifact.max_depth),
+        has_caller=np.isin(machine_of, machine_of[gcalls[:, 0]]),
     )
     artifact._cache["engine.tables"] = tables
     return tables

@@ -79,7 +79,8 @@ def _walk(
                 t = token_ids[j]
                 if byte_token[t]:
                     out_words[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
-                    heights[t] = h
+                    if frame_mode:
+                        heights[t] = h
             keep_l[d] = keep
             ext_l[d] = ext
             h_l[d] = h

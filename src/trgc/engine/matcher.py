@@ -4,9 +4,11 @@ A matcher holds a history of configurations (for `rollback`) and per-matcher scr
 the binding of artifact and tokenizer is immutable and shared, caches are passed in explicitly.
 So matchers are thread-compatible: one thread per matcher, no hidden global state.
 
-Masks come, in order, from the in-memory `MaskCache` (whole configuration), a `FrameMasks`
-table (precomputed per top frame, with the context-dependent remainder checked against the
-live stack), or a fresh kernel walk of the trie.
+Masks come from the in-memory `MaskCache` (whole configuration) or are assembled from the
+`FrameEntry` of the top state (what that state decides on its own, from a precomputed
+`FrameMasks` or computed on first use and kept in the same cache) plus a check of the
+context-dependent remainder against the live stack; near `max_depth` a full trie walk.
+`last_source` says which: "cache", "frame" (entry reused) or "walk" (a trie walk ran).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from trgc.engine.config import (
     step_bytes,
 )
 from trgc.engine.kernel import Scratch, add_symbol_tokens, mask_words
+from trgc.engine.precompute import FrameEntry, combine, frame_entry
 from trgc.errors import TrgcError
 
 FORCED_BYTES_LIMIT = 4096
@@ -56,7 +59,7 @@ class Matcher:
         self._precomputed = precomputed
         self._scratch = Scratch(self._binding)
         self._history: list[Config | None] = [START]
-        self.last_cache_hit = False
+        self.last_source = ""  # where the last mask came from: cache, frame or walk
 
     # -- state ---------------------------------------------------------------------------
     @property
@@ -92,23 +95,36 @@ class Matcher:
         return len(self._history) - 1
 
     # -- masks ---------------------------------------------------------------------------
+    def _frame(self, g: int) -> FrameEntry:
+        if self._precomputed is not None:
+            return self._precomputed.entry(g)
+        key = (*self._binding.key, "frame", g)
+        entry = self._cache.get(key)
+        if entry is None:
+            entry = frame_entry(self._binding, g, self._scratch)
+            self._cache.put(key, entry, entry.nbytes)
+            self.last_source = "walk"
+        return entry
+
     def _words(self) -> np.ndarray:
         config = self.config
         binding = self._binding
         key = (*binding.key, config)
         words = self._cache.get(key)
-        self.last_cache_hit = words is not None
         if words is not None:
+            self.last_source = "cache"
             return words
-        words = None
-        if config is not None and self._precomputed is not None:
-            words = self._precomputed.lookup(binding, config, self._scratch)
-            if words is not None:
-                self.last_cache_hit = True
-                add_symbol_tokens(binding, config, words)
-        if words is None:
+        if config is None:
             words = mask_words(binding, config, self._scratch)
-        return self._cache.put(key, words)
+        else:
+            self.last_source = "frame"
+            words = combine(binding, self._frame(config[-1]), config, self._scratch)
+            if words is None:
+                self.last_source = "walk"
+                words = mask_words(binding, config, self._scratch)
+            else:
+                add_symbol_tokens(binding, config, words)
+        return self._cache.put(key, words, words.nbytes)
 
     def allowed_tokens(self) -> np.ndarray:
         """bool[vocab_size]: the tokens allowed next."""

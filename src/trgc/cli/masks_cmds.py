@@ -1,0 +1,113 @@
+"""`trgc masks precompute`: build a `.trm` mask-cache file for one artifact and one tokenizer."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from trgc.cli.common import JSON_OPTION_HELP, print_json, reporting_errors, stdout_console
+
+masks_app = typer.Typer(
+    name="masks",
+    help="Token-mask caches: precompute per-state masks for an artifact and a tokenizer.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+
+
+@masks_app.command("precompute")
+@reporting_errors
+def precompute_command(
+    artifact_path: Annotated[
+        Path, typer.Argument(metavar="ARTIFACT", help="Compiled artifact (.trga) to precompute.")
+    ],
+    tokenizer_path: Annotated[
+        Path,
+        typer.Option(
+            "--tokenizer",
+            "-t",
+            metavar="PATH",
+            help="Token table (.trt) or tokenizer file/folder the masks are over.",
+        ),
+    ],
+    output: Annotated[
+        Path,
+        typer.Option("--output", "-o", metavar="FILE", help="The .trm cache file to write."),
+    ],
+    limit: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--limit",
+            metavar="NAME=VALUE",
+            help="Override a limit, NAME=VALUE (repeatable); cache_bytes bounds the masks.",
+        ),
+    ] = None,
+    limits_file: Annotated[
+        Path | None,
+        typer.Option("--limits-file", metavar="FILE", help="TOML file with a [limits] table."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help=JSON_OPTION_HELP)] = False,
+) -> None:
+    """Precompute, for every state of every machine, the tokens accepted and rejected without
+    leaving the frame (the whole mask for a regular grammar) and the context-dependent
+    remainder checked at run time; write them content-addressed, hashed and zstd-compressed,
+    atomically. A matcher refuses the file for any other artifact, tokenizer or compiler
+    version (E_CACHE_MISMATCH)."""
+    from trgc.artifact.codec import load_artifact
+    from trgc.engine.precompute import precompute
+    from trgc.engine.trm import save_masks
+    from trgc.limits import resolve_limits
+    from trgc.tokenizer.load import load_tokenizer
+
+    limits = resolve_limits(limit, limits_file)
+    artifact = load_artifact(artifact_path, limits=limits)
+    tokenizer = load_tokenizer(tokenizer_path)
+    started = time.perf_counter()
+    if sys.stderr.isatty() and not as_json:
+        from rich.progress import Progress
+
+        with Progress(transient=True, console=None) as bar:
+            task = bar.add_task("precomputing masks", total=None)
+            masks = precompute(
+                artifact,
+                tokenizer,
+                limits=limits,
+                progress=lambda done, total: bar.update(task, completed=done, total=total),
+            )
+    else:
+        masks = precompute(artifact, tokenizer, limits=limits)
+    seconds = time.perf_counter() - started
+    identity = save_masks(masks, output)
+    document = {
+        "output": str(output),
+        "sha256": identity,
+        "artifact": masks.key[0],
+        "tokenizer": masks.key[1],
+        "compiler": masks.key[2],
+        "policy": masks.key[3],
+        "states": masks.n_states,
+        "distinct_masks": int(masks.masks.shape[0]),
+        "states_with_open_tokens": int((masks.open_id != 0).sum()),
+        "mask_bytes": int(masks.masks.nbytes),
+        "file_bytes": output.stat().st_size,
+        "seconds": round(seconds, 3),
+    }
+    if as_json:
+        print_json(document)
+        return
+    console = stdout_console()
+    console.print(f"{identity}  {output}")
+    console.print(
+        f"{document['states']} states, {document['distinct_masks']} distinct masks "
+        f"({document['mask_bytes']:,} bytes, file {document['file_bytes']:,} bytes), "
+        f"{document['states_with_open_tokens']} states with context-dependent tokens, "
+        f"{seconds:.2f} s"
+    )
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(masks_app)

@@ -1,0 +1,165 @@
+"""The `.trm` mask-cache file: canonical bytes of a `FrameMasks`, hashed, in one zstd frame.
+
+Canonical layout (all integers little-endian):
+
+    magic      8 bytes  b"TRGCTRM\\0"
+    version    u32      1
+    header_len u32      length of the header
+    header     canonical JSON (sorted keys, no whitespace): format, artifact, tokenizer,
+               compiler, policy, vocab_size, max_depth, n_states, n_masks, n_words
+    padding    zero bytes up to a multiple of 4
+    accept_id  int32[n_states]
+    open_id    int32[n_states]
+    height     int32[n_states]
+    masks      uint32[n_masks, n_words]
+    digest     32 bytes: SHA-256 of everything above
+
+The identity is `sha256:` + SHA-256 of these bytes (digest included); compression settings
+never change it. Anything that does not decode exactly, or a file built for another artifact,
+tokenizer, compiler version or special-token policy, is refused with `E_CACHE_MISMATCH`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import struct
+from pathlib import Path
+
+import numpy as np
+
+from trgc.atomic import atomic_write, read_bytes
+from trgc.engine.precompute import FrameMasks
+from trgc.errors import TrgcError
+from trgc.limits import DEFAULT_LIMITS, Limits
+
+MAGIC = b"TRGCTRM\0"
+VERSION = 1
+FORMAT = "trgc-masks-1"
+ZSTD_LEVEL = 10
+
+
+def _canonical_json(value: object) -> bytes:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def to_bytes(masks: FrameMasks) -> bytes:
+    """The canonical uncompressed bytes of `masks`."""
+    artifact, tokenizer, compiler, policy = masks.key
+    header = _canonical_json(
+        {
+            "format": FORMAT,
+            "artifact": artifact,
+            "tokenizer": tokenizer,
+            "compiler": compiler,
+            "policy": policy,
+            "vocab_size": masks.vocab_size,
+            "max_depth": masks.max_depth,
+            "n_states": masks.n_states,
+            "n_masks": int(masks.masks.shape[0]),
+            "n_words": int(masks.masks.shape[1]),
+        }
+    )
+    body = MAGIC + struct.pack("<II", VERSION, len(header)) + header
+    body += b"\0" * (-len(body) % 4)
+    for array, dtype in (
+        (masks.accept_id, "<i4"),
+        (masks.open_id, "<i4"),
+        (masks.height, "<i4"),
+        (masks.masks, "<u4"),
+    ):
+        body += np.ascontiguousarray(array, dtype=dtype).tobytes()
+    return body + hashlib.sha256(body).digest()
+
+
+def identity(masks: FrameMasks) -> str:
+    return "sha256:" + hashlib.sha256(to_bytes(masks)).hexdigest()
+
+
+def save_masks(masks: FrameMasks, path: Path | str) -> str:
+    """Write `masks` atomically as a zstd frame; return the identity."""
+    import zstandard
+
+    data = to_bytes(masks)
+    atomic_write(path, zstandard.ZstdCompressor(level=ZSTD_LEVEL).compress(data))
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def _refuse(message: str, source: str | None) -> TrgcError:
+    return TrgcError(
+        "E_CACHE_MISMATCH",
+        f"mask cache refused: {message}",
+        source=source,
+        hint="rebuild it with `trgc masks precompute`",
+    )
+
+
+def from_bytes(data: bytes, *, source: str | None = None) -> FrameMasks:
+    """Decode canonical bytes, checking magic, version, digest, header and every size."""
+    if len(data) < len(MAGIC) + 8 + 32 or data[: len(MAGIC)] != MAGIC:
+        raise _refuse("not a trgc mask cache (bad magic)", source)
+    body, digest = data[:-32], data[-32:]
+    if hashlib.sha256(body).digest() != digest:
+        raise _refuse("digest mismatch (corrupted file)", source)
+    version, header_len = struct.unpack_from("<II", data, len(MAGIC))
+    if version != VERSION:
+        raise _refuse(f"format version {version}, this trgc reads {VERSION}", source)
+    start = len(MAGIC) + 8
+    try:
+        header = json.loads(body[start : start + header_len].decode())
+    except (UnicodeDecodeError, ValueError):
+        raise _refuse("header is not JSON", source) from None
+    keys = {"format", "artifact", "tokenizer", "compiler", "policy", "vocab_size", "max_depth"}
+    keys |= {"n_states", "n_masks", "n_words"}
+    if not isinstance(header, dict) or set(header) != keys or header["format"] != FORMAT:
+        raise _refuse("header fields are not those of trgc-masks-1", source)
+    if _canonical_json(header) != body[start : start + header_len]:
+        raise _refuse("header is not canonical JSON", source)
+    n_states, n_masks, n_words = header["n_states"], header["n_masks"], header["n_words"]
+    offset = start + header_len
+    offset += -offset % 4
+    expected = offset + 4 * (3 * n_states + n_masks * n_words)
+    if expected != len(body) or n_words != (header["vocab_size"] + 31) // 32 or n_masks < 1:
+        raise _refuse("section sizes do not match the header", source)
+    arrays = []
+    for count, dtype in ((n_states, "<i4"), (n_states, "<i4"), (n_states, "<i4")):
+        arrays.append(np.frombuffer(body, dtype=dtype, count=count, offset=offset).astype(np.int32))
+        offset += 4 * count
+    table = np.frombuffer(body, dtype="<u4", count=n_masks * n_words, offset=offset)
+    accept_id, open_id, height = arrays
+    if n_states and (
+        min(accept_id.min(), open_id.min()) < 0
+        or max(accept_id.max(), open_id.max()) >= n_masks
+        or height.min() < 1
+    ):
+        raise _refuse("a state points outside the mask table", source)
+    masks = FrameMasks(
+        key=(header["artifact"], header["tokenizer"], header["compiler"], header["policy"]),
+        vocab_size=header["vocab_size"],
+        max_depth=header["max_depth"],
+        accept_id=accept_id,
+        open_id=open_id,
+        height=height,
+        masks=table.astype(np.uint32).reshape(n_masks, n_words),
+    )
+    if to_bytes(masks) != data:
+        raise _refuse("bytes are not canonical", source)
+    return masks
+
+
+def load_masks(
+    path: Path | str, *, key: tuple | None = None, limits: Limits = DEFAULT_LIMITS
+) -> FrameMasks:
+    """Read a `.trm` file; with `key` (a `Binding.key`) also refuse one built for another pair."""
+    import zstandard
+
+    raw = read_bytes(path)
+    cap = limits.cache_bytes + 12 * limits.states + (1 << 20)
+    try:
+        data = zstandard.ZstdDecompressor().decompress(raw, max_output_size=cap)
+    except zstandard.ZstdError as exc:
+        raise _refuse(f"not a readable zstd frame ({exc})", str(path)) from None
+    masks = from_bytes(data, source=str(path))
+    if key is not None:
+        masks.require_key(key)
+    return masks

@@ -1,0 +1,152 @@
+"""Precomputed frame masks and the `.trm` cache file: exactness, round trip, refusal."""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import pytest
+import zstandard
+
+from engine_fixtures import json_like, regular, structural_table, tool_call
+from trgc.engine import reference, trm
+from trgc.engine.binding import bind
+from trgc.engine.config import START, step_bytes
+from trgc.engine.matcher import Matcher
+from trgc.engine.precompute import FrameMasks, combine, precompute
+from trgc.errors import TrgcError
+from trgc.limits import Limits
+
+TOK = structural_table()
+
+
+def _configs(art, seed: int, n: int = 40):
+    rng = np.random.default_rng(seed)
+    b = bind(art, TOK)
+    out = [START]
+    config = START
+    for _ in range(n):
+        mask = reference.allowed_mask(b, config) & b.byte_token
+        if not mask.any():
+            config = START
+            continue
+        config = step_bytes(b.tables, config, b.token_bytes(int(rng.choice(np.flatnonzero(mask)))))
+        out.append(config)
+    return out
+
+
+@pytest.mark.parametrize("make", [json_like, tool_call, regular])
+def test_precomputed_masks_equal_reference(make):
+    art = make()
+    masks = precompute(art, TOK)
+    for config in _configs(art, 3):
+        m = Matcher(art, TOK, precomputed=masks)
+        m._history = [config]
+        expected = reference.allowed_mask(bind(art, TOK), config)
+        assert (m.allowed_tokens() == expected).all(), config
+
+
+def test_precompute_near_depth_limit_falls_back_exactly():
+    art = json_like(max_depth=3)
+    masks = precompute(art, TOK)
+    b = bind(art, TOK)
+    config = step_bytes(b.tables, START, b"[[")
+    assert len(config) == 2 and int(masks.height[config[-1]]) + 1 > 3  # '[[' needs room
+    assert combine(b, masks.entry(config[-1]), config, None) is None
+    m = Matcher(art, TOK, precomputed=masks)
+    m._history = [config]
+    assert (m.allowed_tokens() == reference.allowed_mask(b, config)).all()
+
+
+def test_regular_grammar_has_no_open_tokens_and_dedups():
+    masks = precompute(regular(), TOK)
+    assert (masks.open_id == 0).all()
+    # states 2 ('d' seen) and 3 (after C3) differ; accepting end state 4 allows nothing
+    assert masks.masks.shape[0] == len({m.tobytes() for m in masks.masks})
+    assert masks.accept_id[4] == 0
+
+
+def test_trm_round_trip_and_identical_rebuild(tmp_path):
+    art = tool_call()
+    masks = precompute(art, TOK)
+    path = tmp_path / "c.trm"
+    ident = trm.save_masks(masks, path)
+    again = precompute(tool_call(), TOK)
+    assert trm.identity(again) == ident  # identical hash on rebuild
+    loaded = trm.load_masks(path, key=bind(art, TOK).key)
+    assert trm.to_bytes(loaded) == trm.to_bytes(masks)
+    data = zstandard.ZstdDecompressor().decompress(path.read_bytes())
+    assert "sha256:" + hashlib.sha256(data).hexdigest() == ident
+    assert data[:8] == b"TRGCTRM\0" and data[8:12] == b"\x01\0\0\0"
+    m = Matcher(art, TOK, precomputed=loaded)
+    assert m.allowed_tokens().any()
+    assert not list(tmp_path.glob(".*tmp*"))
+
+
+def test_trm_fixture_bytes_are_pinned():
+    masks = FrameMasks(
+        key=("sha256:" + "a" * 64, "sha256:" + "b" * 64, "0.1.0", "trgc-specials-1"),
+        vocab_size=33,
+        max_depth=4,
+        accept_id=np.array([1, 0], dtype=np.int32),
+        open_id=np.array([0, 2], dtype=np.int32),
+        height=np.array([1, 2], dtype=np.int32),
+        masks=np.array([[0, 0], [5, 1], [0x80000000, 0]], dtype=np.uint32),
+    )
+    data = trm.to_bytes(masks)
+    assert hashlib.sha256(data).hexdigest() == PINNED
+    header_len = int.from_bytes(data[12:16], "little")
+    tail = data[16 + header_len + (-(16 + header_len) % 4) : -32]
+    assert tail.hex() == (
+        "01000000" "00000000" "00000000" "02000000" "01000000" "02000000"
+        "00000000" "00000000" "05000000" "01000000" "00000080" "00000000"
+    )  # fmt: skip
+    assert trm.to_bytes(trm.from_bytes(data)) == data
+
+
+PINNED = "da022ad3bedc1ccf4716c194e16b88a1801306ec2d34179363afff4f7b99fcc0"
+
+
+def _refused(call) -> str:
+    with pytest.raises(TrgcError) as err:
+        call()
+    assert err.value.code == "E_CACHE_MISMATCH"
+    return err.value.message
+
+
+def test_trm_refuses_other_artifact_tokenizer_and_compiler(tmp_path):
+    masks = precompute(json_like(), TOK)
+    path = tmp_path / "c.trm"
+    trm.save_masks(masks, path)
+    other = bind(regular(), TOK).key
+    assert "artifact" in _refused(lambda: trm.load_masks(path, key=other))
+    assert "artifact" in _refused(lambda: Matcher(regular(), TOK, precomputed=masks))
+    key = bind(json_like(), TOK).key
+    assert "tokenizer" in _refused(lambda: masks.require_key((key[0], "sha256:0", *key[2:])))
+    assert "compiler" in _refused(lambda: masks.require_key((*key[:2], "9.9", key[3])))
+
+
+def test_trm_refuses_corruption(tmp_path):
+    masks = precompute(json_like(), TOK)
+    data = trm.to_bytes(masks)
+    flipped = bytearray(data)
+    flipped[-40] ^= 1
+    assert "digest" in _refused(lambda: trm.from_bytes(bytes(flipped)))
+    assert "magic" in _refused(lambda: trm.from_bytes(b"XXXX" + data[4:]))
+    assert "magic" in _refused(lambda: trm.from_bytes(b""))
+    truncated = data[:-100]
+    assert "digest" in _refused(lambda: trm.from_bytes(truncated))
+    body = bytearray(data[:-32])
+    body[8] = 2  # version 2
+    assert "version" in _refused(
+        lambda: trm.from_bytes(bytes(body) + hashlib.sha256(bytes(body)).digest())
+    )
+    path = tmp_path / "bad.trm"
+    path.write_bytes(b"\x28\xb5\x2f\xfd garbage")
+    assert "zstd" in _refused(lambda: trm.load_masks(path))
+
+
+def test_precompute_respects_cache_bytes_limit():
+    with pytest.raises(TrgcError) as err:
+        precompute(json_like(), TOK, limits=Limits(cache_bytes=64))
+    assert err.value.code == "E_LIMIT_CACHE_BYTES"

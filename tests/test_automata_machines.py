@@ -257,3 +257,40 @@ def test_tables_identical_under_different_hash_seeds():
         digests.add(result.stdout.strip())
     assert len(digests) == 1
     assert len(hashlib.sha256(b"").hexdigest()) == len(digests.pop())
+
+
+# --- with the real analysis stage and lowered-schema locations ---------------------------------
+
+
+def test_real_analysis_gives_the_same_tables():
+    from test_automata_support import mini_analysis
+    from trgc.automata.machines import build_tables
+    from trgc.grammar.analysis import analyze
+    from trgc.grammar.parser import parse_grammar
+
+    grammar = parse_grammar("%trg 1\n" + JSON_GRAMMAR)
+    real = build_tables(
+        grammar, analyze(grammar, budget=Budget(10**7)), limits=Limits(), budget=Budget(10**7)
+    )
+    mini = build_tables(grammar, mini_analysis(grammar), limits=Limits(), budget=Budget(10**7))
+    assert real.machine_rules == mini.machine_rules
+    assert real.byte_class.tolist() == mini.byte_class.tolist()
+    for a, b in zip(real.machines, mini.machines, strict=True):
+        assert a.next.tolist() == b.next.tolist() and a.calls.tolist() == b.calls.tolist()
+
+
+def test_conflict_in_a_lowered_schema_carries_its_pointer():
+    from test_automata_support import mini_analysis
+    from trgc.automata.machines import build_tables
+    from trgc.grammar.ast import Grammar, Kind, Rule
+
+    g = Grammar(source_kind="trj")
+    x = g.add(Kind.LITERAL, 0, 0, payload=b"x")
+    ref = g.add(Kind.REF, 0, 0, payload="a")
+    body = g.add(Kind.ALT, 0, 0, (g.add(Kind.SEQ, 0, 0, (x, ref)), g.add(Kind.SEQ, 0, 0, (x, x))))
+    g.rules.append(Rule("a", body, 0, 0, pointer="/properties/a"))
+    g.start = "a"
+    with pytest.raises(TrgcError) as info:
+        build_tables(g, mini_analysis(g), limits=Limits(), budget=Budget(10**6))
+    assert info.value.code == "E_PREDICTIVE_CONFLICT"
+    assert info.value.pointer == "/properties/a" and info.value.span is None

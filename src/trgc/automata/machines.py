@@ -30,7 +30,7 @@ from trgc.automata.predictive import (
     trim_unproductive,
 )
 from trgc.errors import Span, TrgcError
-from trgc.grammar.ast import Grammar
+from trgc.grammar.ast import Grammar, Rule
 from trgc.limits import Budget, Limits, check_limit
 
 NO_ACTION = -1
@@ -85,14 +85,14 @@ def build_tables(
     used_before = budget.used
     rule_index = dict(analysis.rule_index)
     info = RuleInfo(rule_index, tuple(analysis.recursive), tuple(analysis.nullable))
-    start = grammar.start if grammar.start is not None else grammar.rules[0].name
+    start = grammar.start
+    if start is None:
+        start = grammar.rules[getattr(analysis, "start", 0)].name
     recursive_rules = tuple(
         r.name for i, r in enumerate(grammar.rules) if info.recursive[i] and rule_index[r.name] == i
     )
     alphabet = build_alphabet(grammar, recursive_rules)
-    spans = {
-        name: Span(grammar.rules[i].line, grammar.rules[i].column) for name, i in rule_index.items()
-    }
+    places = {name: _place(grammar.rules[i]) for name, i in rule_index.items()}
 
     counter = Counter()
     dfas: dict[str, Dfa] = {}
@@ -120,14 +120,14 @@ def build_tables(
         raise TrgcError(
             "E_EMPTY_LANGUAGE",
             f"the start rule {start} matches no finite string (every path keeps calling a rule)",
-            span=spans.get(start),
+            **places.get(start, {}),
             hint="give the recursion an alternative that ends",
         )
     first = first_sets(dfas, alphabet, budget)
     dfas = drop_empty_calls(dfas, first, alphabet)
     dfas = {name: minimize(dfa, budget) for name, dfa in sorted(dfas.items())}
     follow = follow_sets(dfas, start, first, alphabet, budget)
-    resolved = resolve(dfas, start, first, follow, alphabet, budget, spans)
+    resolved = resolve(dfas, start, first, follow, alphabet, budget, places)
     class_of_byte, representatives = byte_classes(resolved, alphabet, budget)
     tables = _canonical(
         resolved, start, alphabet, class_of_byte, representatives, specials_of, limits, budget
@@ -145,6 +145,14 @@ def build_tables(
         }
     )
     return tables
+
+
+def _place(rule: Rule) -> dict:
+    """Where a rule is, as TrgcError keyword arguments: a JSON pointer for lowered schemas,
+    else its line and column."""
+    if rule.pointer is not None:
+        return {"pointer": rule.pointer}
+    return {"span": Span(rule.line, rule.column)}
 
 
 def _canonical(

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from trgc.automata.alphabet import Alphabet
 from trgc.automata.dfa import Dfa
-from trgc.errors import Span, TrgcError
+from trgc.errors import TrgcError
 from trgc.limits import Budget
 
 MAX_REPORTED_CONFLICTS = 10
@@ -265,15 +265,22 @@ def _return_reason(
     follow: dict[str, int],
     conflicts: _Conflicts,
 ) -> str:
-    """`return from R (rule C continues with it after ...)`, naming the first such call site."""
+    """`return from R (rule C continues with it after ...)`, naming a call site whose return
+    state consumes the symbol itself if there is one, else one that returns further."""
     alphabet = conflicts.alphabet
     bit = 1 << atom
-    for caller in sorted(dfas):
-        dfa = dfas[caller]
-        for row in dfa.delta:
-            for callee, r in _calls_of(row, alphabet):
-                if callee == machine and _handled(dfa, r, caller, first, follow, alphabet) & bit:
-                    return f"return from {machine} (rule {caller} continues with it after {conflicts.path(caller, r)})"
+    no_follow = dict.fromkeys(follow, 0)
+    for direct in (True, False):
+        for caller in sorted(dfas):
+            dfa = dfas[caller]
+            for row in dfa.delta:
+                for callee, r in _calls_of(row, alphabet):
+                    handled = _handled(
+                        dfa, r, caller, first, no_follow if direct else follow, alphabet
+                    )
+                    if callee == machine and handled & bit:
+                        how = "continues with it" if direct else "can return with it"
+                        return f"return from {machine} (rule {caller} {how} after {conflicts.path(caller, r)})"
     return f"return from {machine}"
 
 
@@ -284,9 +291,11 @@ def resolve(
     follow: dict[str, int],
     alphabet: Alphabet,
     budget: Budget,
-    spans: dict[str, Span],
+    places: dict[str, dict],
 ) -> dict[str, Resolved]:
-    """Replace call atoms by input actions; raise one `E_PREDICTIVE_CONFLICT` listing all overlaps."""
+    """Replace call atoms by input actions; raise one `E_PREDICTIVE_CONFLICT` listing all overlaps.
+
+    `places` maps a rule name to the `span=` or `pointer=` keyword of its error location."""
     n_input = alphabet.n_input
     input_mask = (1 << n_input) - 1
     conflicts = _Conflicts(dfas, alphabet)
@@ -333,7 +342,7 @@ def resolve(
             "E_PREDICTIVE_CONFLICT",
             f"rule {first_conflict['rule']}: after {first_conflict['after']}, input {first_conflict['symbol']} "
             f"could {first_conflict['actions'][0]} or {first_conflict['actions'][1]}{more}",
-            span=spans.get(first_conflict["rule"]),
+            **places.get(first_conflict["rule"], {}),
             hint="trg-1 grammars must be predictive: rewrite the rules so one symbol selects one action",
             details={"conflicts": conflicts.items, "count": conflicts.count},
         )

@@ -25,10 +25,12 @@ app = typer.Typer(
 
 # Each module defines `register(app)`; order here is the order of `trgc --help`.
 COMMAND_MODULES: tuple[str, ...] = (
+    "trgc.cli.tokenizer_cmds",
     "trgc.cli.compile_cmds",
     "trgc.cli.tools_cmds",
     "trgc.cli.release_cmds",
     "trgc.cli.masks_cmds",
+    "trgc.cli.decode_cmds",
 )
 
 

@@ -170,6 +170,9 @@ def write_atomic(path: Path, payload: bytes) -> None:
             "E_IO", f"cannot create a file in {directory}: {exc.strerror}", source=str(path)
         ) from None
     try:
+        mask = os.umask(0)
+        os.umask(mask)
+        os.fchmod(fd, 0o666 & ~mask)  # mkstemp creates 0600; publish with the usual permissions
         with os.fdopen(fd, "wb") as handle:
             handle.write(payload)
             handle.flush()

@@ -300,6 +300,7 @@ class _Parser:
                 "E_DUPLICATE_DIRECTIVE",
                 f"%{name} appears twice (first at {first.line}:{first.column})",
                 tok,
+                "keep one of them",
             )
         self.seen[name] = tok
         self.advance()
@@ -334,7 +335,9 @@ class _Parser:
                 )
             self.grammar.max_depth = value
         else:  # %trg after the header
-            raise self.error("E_DUPLICATE_DIRECTIVE", "%trg appears twice", tok)
+            raise self.error(
+                "E_DUPLICATE_DIRECTIVE", "%trg appears twice", tok, "keep the first line only"
+            )
         self.advance()
         self.end_of_directive(tok)
 
@@ -473,7 +476,12 @@ class _Parser:
                 "E_SYNTAX", f"special( expects a string literal, found {name.describe()}", name
             )
         if name.value == "":
-            raise self.error("E_EMPTY_SPECIAL", 'special("") names no special token', name)
+            raise self.error(
+                "E_EMPTY_SPECIAL",
+                'special("") names no special token',
+                name,
+                'name the token as the tokenizer spells it, e.g. special("<|im_end|>")',
+            )
         self.advance()
         self.expect_punct(")", "after the special token's name")
         return self.grammar.add(Kind.SPECIAL, keyword.line, keyword.column, payload=name.value)

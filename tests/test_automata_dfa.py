@@ -157,3 +157,36 @@ def test_tables_agree_with_re(expr, inputs):
             expected = False
         assert walk(tables, data) == expected, (trg, data)
     assert tables.machines[0].next.dtype == np.int32
+    assert _distinguishable_states(tables.machines[0]) == tables.machines[0].n_states
+
+
+def _distinguishable_states(machine) -> int:
+    """Number of Moore-equivalence classes of a call-free table (-1 = reject)."""
+    block = [int(a) for a in machine.accepting]
+    while True:
+        signature = {}
+        new = []
+        for s in range(machine.n_states):
+            key = (block[s], tuple(block[t] if t >= 0 else -1 for t in machine.next[s].tolist()))
+            new.append(signature.setdefault(key, len(signature)))
+        if len(signature) == len(set(block)):
+            return len(signature)
+        block = new
+
+
+def test_readable_dump():
+    from trgc.automata.dump import format_tables
+
+    text = format_tables(compile_source('s ::= "<" v special("e") ;\nv ::= [a-c] | "[" v* "]" ;'))
+    assert text == (
+        "classes: 5  specials: 1  machines: 2\n"
+        "machine 0: s (4 states)\n"
+        "  s0 : [<] -> 1\n"
+        "  s1 : [\\x5b] [a-c] -> call v (return 2)\n"
+        '  s2 : special("e") -> 3\n'
+        "  s3*: (no action)\n"
+        "machine 1: v (3 states)\n"
+        "  s0 : [\\x5b] -> 1 | [a-c] -> 2\n"
+        "  s1 : [\\x5b] [a-c] -> call v (return 1) | [\\x5d] -> 2\n"
+        "  s2*: (no action)\n"
+    )

@@ -211,6 +211,17 @@ def test_transitions_limit():
     assert info.value.code == "E_LIMIT_TRANSITIONS"
 
 
+def test_transitions_limit_also_covers_resolved_calls():
+    # few DFA edges, but every call becomes one entry per symbol of the callee's FIRST
+    alts = " | ".join(f'"{c}" "{i}"' for i, c in enumerate("abcdefghij"))
+    source = f's ::= "<" a* ">" ;\na ::= {alts} | "[" a* "]" ;'
+    assert compile_source(source).stats["transitions"] == 46
+    with pytest.raises(TrgcError) as info:
+        compile_source(source, limits=Limits(transitions=45))
+    assert info.value.code == "E_LIMIT_TRANSITIONS"
+    assert "compiled tables" in info.value.message
+
+
 def test_operations_budget():
     with pytest.raises(TrgcError) as info:
         compile_source(JSON_GRAMMAR, budget=Budget(2_000))

@@ -171,6 +171,7 @@ def _canonical(
     # every machine reachable through calls, in order of first call
     orders: dict[str, list[int]] = {}
     scan_atoms = _symbol_atoms(alphabet, representatives)
+    entries = 0
     index = 0
     while index < len(machine_order):
         name = machine_order[index]
@@ -182,10 +183,12 @@ def _canonical(
         while position < len(queue):
             s = queue[position]
             position += 1
+            budget.charge(len(scan_atoms), "table layout")
             for atom in scan_atoms:
                 action = rows[s].get(atom)
                 if action is None:
                     continue
+                entries += 1
                 if isinstance(action, tuple):
                     callee, target = action
                     if callee not in machine_number:
@@ -202,6 +205,7 @@ def _canonical(
     n_symbols = len(symbol_atoms)
     total_states = sum(len(q) for q in orders.values())
     check_limit("states", total_states, limits.states, "the compiled tables")
+    check_limit("transitions", entries, limits.transitions, "the compiled tables")
     machines = []
     for name in machine_order:
         queue = orders[name]

@@ -6,7 +6,7 @@ it does not allow, with no state change), and only then do the penalty counts, t
 bytes and the counters change. The decode layer needs only this small protocol:
 
 * constraint: `allowed_tokens() -> bool[V]`, `advance(id)`, `is_accepting()`, `config_id()`,
-  and optionally `last_cache_hit` (bool) — `trgc.Matcher` is one;
+  and optionally `last_source` or `last_cache_hit` (see `cache_hit`) — `trgc.Matcher` is one;
 * vocabulary: `vocab_size`, `eos_ids`, `token_bytes(id)` — `trgc` token tables are one.
 """
 
@@ -65,16 +65,27 @@ class Observation:
     mask_us: int
 
 
+def cache_hit(constraint: Constraint) -> bool | None:
+    """Whether the last mask came from a cache: `last_source` ("cache" or "frame" = hit,
+    "walk" = miss) as `trgc.Matcher` reports it, or a boolean `last_cache_hit`; else None."""
+    source = getattr(constraint, "last_source", None)
+    if source in ("cache", "frame"):
+        return True
+    if source == "walk":
+        return False
+    hit = getattr(constraint, "last_cache_hit", None)
+    return hit if isinstance(hit, bool) else None
+
+
 def observe(constraint: Constraint) -> Observation:
     start = time.perf_counter_ns()
     mask = np.asarray(constraint.allowed_tokens(), dtype=bool)
     mask_us = (time.perf_counter_ns() - start) // 1000
-    hit = getattr(constraint, "last_cache_hit", None)
     return Observation(
         ids=np.flatnonzero(mask).astype(np.int64),
         mask_sha256=mask_sha256(mask),
         config=str(constraint.config_id()),
-        cache_hit=hit if isinstance(hit, bool) else None,
+        cache_hit=cache_hit(constraint),
         mask_us=int(mask_us),
     )
 

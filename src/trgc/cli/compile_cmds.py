@@ -144,7 +144,7 @@ def inspect_command(
 ) -> None:
     """Show an artifact's identity, sizes, states, machines, byte classes, specials, limits,
     source hash and features. The file is fully validated first (exit 2 with an
-    E_ARTIFACT_* / E_NOT_AN_ARTIFACT code if it is damaged)."""
+    artifact error code such as E_ARTIFACT_CORRUPT if it is damaged)."""
     from trgc.artifact.check import describe_bytes
     from trgc.artifact.codec import load_artifact
     from trgc.artifact.inspect import byte_class_ranges, summary

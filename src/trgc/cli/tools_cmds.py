@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from trgc.cli.common import print_json, reporting_errors, stdout_console
+from trgc.cli.common import JSON_OPTION_HELP, print_json, reporting_errors, stdout_console
 from trgc.errors import exit_status
 
 
@@ -56,5 +57,167 @@ def calc_command(
     stdout_console().print(result.value, markup=False)
 
 
+def _read_file(path: Path, limit: int) -> bytes:
+    """The bytes of `path` ('-' = stdin), refusing more than `limit` before reading them all."""
+    from trgc.errors import TrgcError
+
+    if str(path) == "-":
+        return _read_stdin(limit)
+    try:
+        with path.open("rb") as handle:
+            return handle.read(limit + 1)
+    except OSError as exc:
+        raise TrgcError("E_IO", f"cannot read {path}: {exc.strerror}", source=str(path)) from None
+
+
+@reporting_errors
+def tool_run_command(
+    request: Annotated[
+        Path,
+        typer.Argument(
+            metavar="REQUEST",
+            help="A tinyrust-tool-1 request (JSON file; '-' reads stdin).",
+        ),
+    ],
+    as_json: Annotated[bool, typer.Option("--json", help=JSON_OPTION_HELP)] = False,
+) -> None:
+    """Validate a tinyrust-tool-1 request against the compiled tool registry, run the tool
+    under its operation budget and print the result record and the reinsertion record.
+
+    Every field is checked (unknown fields are errors); the tool name is only compared with
+    the registry, never resolved. Exit 0 when the request was valid and the tool ran (its
+    status may still be "error", e.g. division by zero), 2 when the request is rejected
+    (E_ENVELOPE_*, E_TOOL_*, E_AUTH_*), 3 when the input exceeds a limit."""
+    from trgc.limits import DEFAULT_LIMITS
+    from trgc.tools.envelope import run_request
+
+    data = _read_file(request, DEFAULT_LIMITS.input_bytes)
+    run = run_request(data, source=str(request))
+    if as_json:
+        print_json(run.to_dict())
+        return
+    console = stdout_console()
+    result = run.result
+    console.print(
+        f"{result['tool']}  request {result['request_id']}  status {result['status']}"
+        + ("  (truncated)" if result["truncated"] else ""),
+        markup=False,
+    )
+    console.print(
+        f"operations {result['provenance']['operations']:,} of {result['provenance']['operation_budget']:,}"
+        f"  result sha256 {result['result_sha256']}",
+        markup=False,
+    )
+    console.print("reinsertion record:", markup=False)
+    console.print(run.reinsertion_text, markup=False)
+
+
+@reporting_errors
+def tool_list_command(
+    as_json: Annotated[bool, typer.Option("--json", help=JSON_OPTION_HELP)] = False,
+) -> None:
+    """List the tools compiled into trgc: name@version, capability, authority class, schema
+    hashes (the values a request's `schemas` block must carry) and limit ceilings."""
+    from trgc.tools.registry import REGISTRY
+
+    tools = [definition.describe() for definition in REGISTRY.values()]
+    if as_json:
+        print_json({"tools": tools})
+        return
+    console = stdout_console()
+    for tool in tools:
+        console.print(
+            f"{tool['tool']}  {tool['capability']}  authority {tool['authority']}", markup=False
+        )
+        console.print(f"  input_sha256   {tool['input_sha256']}", markup=False)
+        console.print(f"  output_sha256  {tool['output_sha256']}", markup=False)
+
+
+@reporting_errors
+def tool_template_command(
+    tool: Annotated[
+        str,
+        typer.Argument(
+            metavar="NAME@VERSION", help="A registered tool, e.g. calculator.evaluate@1.0.0."
+        ),
+    ],
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Accepted for uniformity: the template is always JSON.")
+    ] = False,
+) -> None:
+    """Print a valid request skeleton for a registered tool (schema hashes filled in, input
+    fields empty, zero composition ids) to edit into a real request."""
+    from trgc.tools.envelope import request_template
+
+    print_json(request_template(tool))
+
+
+@reporting_errors
+def evidence_check_command(
+    result: Annotated[
+        Path, typer.Argument(metavar="RESULT", help="Extraction result JSON ('-' reads stdin).")
+    ],
+    source: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--source",
+            metavar="NAME=PATH",
+            help="A source document; evidence spans name it by the SHA-256 of its bytes (repeatable).",
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help=JSON_OPTION_HELP)] = False,
+) -> None:
+    """Validate an extraction result against its evidence: spans are byte ranges of the
+    named sources, `quoted_sha256` must match those bytes, the listed transform of the quote
+    must reproduce `value`, and the status rules (supported / unknown / unsupported /
+    conflict) must hold. Failures are reported, never rewritten.
+
+    Exit 0 when every field validates, 1 when a check found a problem, 2 for malformed input."""
+    from trgc.errors import EXIT_DIFFERENT
+    from trgc.tools.evidence import (
+        MAX_RESULT_BYTES,
+        MAX_SOURCE_BYTES,
+        check_evidence,
+        parse_source_option,
+    )
+
+    sources = {}
+    for option in source or []:
+        name, path = parse_source_option(option)
+        sources[name] = _read_file(path, MAX_SOURCE_BYTES)
+    report = check_evidence(_read_file(result, MAX_RESULT_BYTES), sources, source=str(result))
+    if as_json:
+        print_json(report)
+    else:
+        console = stdout_console()
+        for field in report["fields"]:
+            mark = "ok  " if field["ok"] else "FAIL"
+            console.print(f"{mark}  {field['field']}  ({field['status']})", markup=False)
+            for problem in field["problems"]:
+                console.print(
+                    f"      {problem['check']} at {problem['pointer']}: {problem['message']}",
+                    markup=False,
+                )
+        console.print(
+            f"{report['summary']['ok']} of {report['summary']['fields']} fields validate",
+            markup=False,
+        )
+    if not report["ok"]:
+        raise typer.Exit(EXIT_DIFFERENT)
+
+
 def register(app: typer.Typer) -> None:
     app.command("calc")(calc_command)
+    tool_app = typer.Typer(
+        help="Run deterministic local tools through validated tinyrust-tool-1 envelopes.",
+        no_args_is_help=True,
+    )
+    tool_app.command("run")(tool_run_command)
+    tool_app.command("list")(tool_list_command)
+    tool_app.command("template")(tool_template_command)
+    app.add_typer(tool_app, name="tool")
+    evidence_app = typer.Typer(
+        help="Validate extraction results against their source evidence.", no_args_is_help=True
+    )
+    evidence_app.command("check")(evidence_check_command)
+    app.add_typer(evidence_app, name="evidence")

@@ -33,6 +33,10 @@ _LAZY: dict[str, str] = {
     "TokenTable": "trgc.tokenizer.table",
     "Matcher": "trgc.engine.matcher",
     "MaskCache": "trgc.engine.cache",
+    "SamplerSettings": "trgc.decode.sampler",
+    "generate_file": "trgc.decode.session",
+    "replay_file": "trgc.decode.session",
+    "read_trace": "trgc.decode.trace",
 }
 
 __all__ = ["TrgcError", "Limits", "DEFAULT_LIMITS", "__version__", *_LAZY]

@@ -8,6 +8,8 @@ import struct
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from artifact_fixtures import brackets, tiny
 from trgc.artifact import codec
@@ -325,3 +327,62 @@ def test_save_into_missing_directory_is_io_error(tmp_path):
     with pytest.raises(TrgcError) as excinfo:
         tiny().save(tmp_path / "no" / "such" / "dir" / "a.trga")
     assert code_of(excinfo) == "E_IO"
+
+
+# ------------------------------------------------------------------ exhaustive and fuzzed damage
+
+ARTIFACT_CODES = {
+    "E_ARTIFACT_CORRUPT",
+    "E_ARTIFACT_TRUNCATED",
+    "E_ARTIFACT_MAGIC",
+    "E_ARTIFACT_VERSION",
+}
+
+
+def test_every_proper_prefix_of_content_is_truncated():
+    data = brackets().to_bytes()
+    for keep in range(len(data)):
+        with pytest.raises(TrgcError) as excinfo:
+            codec.decode(data[:keep])
+        assert code_of(excinfo) == "E_ARTIFACT_TRUNCATED", keep
+
+
+def test_every_proper_prefix_of_file_is_truncated_or_not_an_artifact():
+    blob = codec.to_file_bytes(brackets())
+    for keep in range(len(blob)):
+        with pytest.raises(TrgcError) as excinfo:
+            codec.decompress(blob[:keep])
+        assert code_of(excinfo) == ("E_NOT_AN_ARTIFACT" if keep < 4 else "E_ARTIFACT_TRUNCATED"), (
+            keep
+        )
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(
+    edits=st.lists(
+        st.tuples(st.integers(codec.HEADER_SIZE, 900), st.integers(0, 255)), min_size=1, max_size=3
+    )
+)
+def test_resealed_damage_is_rejected_or_still_canonical(edits):
+    """Even with a valid digest, damaged content either fails validation with an artifact code
+    or decodes to an artifact whose canonical bytes are exactly the input (one encoding each)."""
+    data = bytearray(brackets().to_bytes())
+    for offset, value in edits:
+        data[offset] = value
+    data = reseal(bytes(data))
+    try:
+        art = codec.decode(data)
+    except TrgcError as error:
+        assert error.code in ARTIFACT_CODES
+        return
+    assert codec.encode(art) == data
+
+
+def test_deeply_nested_metadata_is_corrupt_not_a_crash():
+    data = tiny().to_bytes()
+    meta = b"[" * 100_000 + b"]" * 100_000
+    header = data[:8] + b"META" + struct.pack("<IQ", 0, len(meta))
+    forged = header + meta + bytes(-len(meta) % 8) + data[data.index(b"SPEC") :]
+    with pytest.raises(TrgcError) as excinfo:
+        codec.decode(reseal(forged))
+    assert code_of(excinfo) == "E_ARTIFACT_CORRUPT"

@@ -331,7 +331,7 @@ def _decode_metadata(data: bytes, start: int, end: int) -> dict:
     raw = data[start:end]
     try:
         metadata = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+    except (UnicodeDecodeError, ValueError, RecursionError):
         raise _corrupt("section META is not UTF-8 JSON") from None
     if not isinstance(metadata, dict):
         raise _corrupt("section META must hold a JSON object")

@@ -25,6 +25,7 @@ __version__ = "0.1.0"
 _LAZY: dict[str, str] = {
     "compile_grammar": "trgc.artifact.build",
     "compile_ast": "trgc.artifact.build",
+    "compile_schema": "trgc.artifact.build_schema",
     "load_artifact": "trgc.artifact.codec",
     "check": "trgc.artifact.check",
     "CheckResult": "trgc.artifact.check",

@@ -1,0 +1,46 @@
+"""JSON Schema (trj-1) to artifact: read, lower to the shared AST, compile with `compile_ast`.
+
+The lowering options (separators, open objects, max_depth, the draft read) are recorded in the
+artifact metadata under `options`, so two artifacts from one schema with different options
+have different identities.
+"""
+
+from __future__ import annotations
+
+from trgc.artifact.build import compile_ast
+from trgc.artifact.model import Artifact
+from trgc.errors import TrgcError
+from trgc.grammar.schema import DEFAULT_MAX_DEPTH, load_schema, lower_schema
+from trgc.limits import DEFAULT_LIMITS, Limits
+
+
+def compile_schema(
+    schema: dict | bool | str | bytes,
+    *,
+    separators: str = "compact",
+    open_objects: bool = False,
+    max_depth: int = DEFAULT_MAX_DEPTH,
+    limits: Limits | None = None,
+    source: str | None = None,
+) -> Artifact:
+    """Compile a JSON Schema (a parsed object, JSON text or bytes) into an Artifact.
+
+    `separators` is "compact" (`,` `:`) or "pretty" (`, ` `: ` as json.dumps writes them);
+    `open_objects` admits undeclared members (after the declared ones) in every object.
+    """
+    limits = limits or DEFAULT_LIMITS
+    try:
+        value, digest = load_schema(schema, limits)
+        grammar = lower_schema(
+            value,
+            separators=separators,
+            open_objects=open_objects,
+            max_depth=max_depth,
+            limits=limits,
+            source_sha256=digest,
+        )
+        return compile_ast(grammar, limits=limits)
+    except TrgcError as error:
+        if error.source is None and source is not None:
+            error.source = source
+        raise

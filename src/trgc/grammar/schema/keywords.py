@@ -1,0 +1,215 @@
+"""THE trj-1 keyword matrix: every JSON Schema keyword trgc knows, as data.
+
+`docs/trj-1.md` and `trgc keywords` are rendered from `KEYWORDS`. The lowering consults
+`STATUS` only: a keyword absent from the matrix, or marked unsupported, is
+`E_UNSUPPORTED_KEYWORD` naming it and its JSON pointer. Annotation keywords are accepted and
+ignored by design (they never change which values are accepted).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+SUPPORTED = "supported"
+NORMALISED = "normalised"  # an older draft's spelling, rewritten to its 2020-12 meaning
+ANNOTATION = "ignored-by-design"
+UNSUPPORTED = "unsupported"
+
+
+@dataclass(frozen=True)
+class Keyword:
+    name: str
+    status: str
+    applies_to: str  # "any", "object", "array", "string", "number", "core"
+    note: str
+
+
+KEYWORDS: tuple[Keyword, ...] = (
+    # core
+    Keyword(
+        "type",
+        SUPPORTED,
+        "any",
+        "a name or a list of names; `integer` is a number without fraction or exponent",
+    ),
+    Keyword(
+        "enum",
+        SUPPORTED,
+        "any",
+        "any JSON values, written in canonical form; duplicates are invalid; empty is unsatisfiable",
+    ),
+    Keyword("const", SUPPORTED, "any", "any JSON value, written in canonical form"),
+    Keyword(
+        "$ref",
+        SUPPORTED,
+        "core",
+        "local references (`#`, `#/json/pointer`, or the root `$id` followed by one); recursion is bounded by max_depth; in draft-04/06/07 sibling keywords are ignored as those drafts say",
+    ),
+    Keyword("$defs", SUPPORTED, "core", "a container of schemas reached through `$ref`"),
+    Keyword("definitions", NORMALISED, "core", "draft-04..07 spelling of `$defs`"),
+    Keyword(
+        "anyOf",
+        SUPPORTED,
+        "any",
+        "union of the branches; the branches must stay predictive where they reach a recursive reference",
+    ),
+    Keyword(
+        "oneOf",
+        SUPPORTED,
+        "any",
+        "only when the branches are provably disjoint (by type, const/enum values, or a required discriminator property with disjoint values); otherwise E_ONEOF_OVERLAP",
+    ),
+    Keyword(
+        "allOf",
+        SUPPORTED,
+        "any",
+        "only when the branches and the surrounding keywords merge without conflict (each keyword appears once, or `required` lists)",
+    ),
+    Keyword(
+        "$id",
+        ANNOTATION,
+        "core",
+        "accepted at the root (it becomes the base of absolute local references) and as a plain name fragment; an embedded resource with another base is unsupported where a `$ref` depends on it",
+    ),
+    Keyword("id", NORMALISED, "core", "draft-04 spelling of `$id`"),
+    Keyword(
+        "$schema",
+        ANNOTATION,
+        "core",
+        "selects the draft whose spellings are normalised (draft-04, -06, -07, 2019-09, 2020-12; absent means 2020-12)",
+    ),
+    # objects
+    Keyword(
+        "properties",
+        SUPPORTED,
+        "object",
+        "members appear in declared order; required ones present, optional ones may be skipped",
+    ),
+    Keyword(
+        "required",
+        SUPPORTED,
+        "object",
+        "names must be declared in `properties` unless additional members are allowed",
+    ),
+    Keyword(
+        "additionalProperties",
+        SUPPORTED,
+        "object",
+        "`false`, `true` or `{}` keep the object closed (unless --open-objects); a schema admits further canonical member names, after the declared ones, none equal to a declared name",
+    ),
+    # arrays
+    Keyword(
+        "items",
+        SUPPORTED,
+        "array",
+        "schema for the elements after `prefixItems`; `false` forbids them; the draft-04..2019 array form is normalised to `prefixItems`",
+    ),
+    Keyword("prefixItems", SUPPORTED, "array", "schemas for the first elements, in order"),
+    Keyword(
+        "additionalItems",
+        NORMALISED,
+        "array",
+        "draft-04..2019 spelling of `items` after an array-form `items`",
+    ),
+    Keyword("minItems", SUPPORTED, "array", "counted repetition, bounded by the repetition limit"),
+    Keyword("maxItems", SUPPORTED, "array", "counted repetition, bounded by the repetition limit"),
+    Keyword("uniqueItems", SUPPORTED, "array", "`false` only (the default); `true` is unsupported"),
+    # strings
+    Keyword(
+        "minLength",
+        SUPPORTED,
+        "string",
+        "in Unicode code points (a surrogate-pair escape counts once)",
+    ),
+    Keyword(
+        "maxLength", SUPPORTED, "string", "in Unicode code points; bounded by the repetition limit"
+    ),
+    Keyword(
+        "format",
+        SUPPORTED,
+        "string",
+        "`date`, `time`, `date-time` (RFC 3339, upper-case `T`/`Z`, no leap second) and `uuid` as shape only; other formats are unsupported",
+    ),
+    # numbers
+    Keyword(
+        "minimum",
+        SUPPORTED,
+        "number",
+        "exact digit automata: any bound for integers; integer-valued bounds for numbers (then written without exponent)",
+    ),
+    Keyword("maximum", SUPPORTED, "number", "as minimum"),
+    Keyword(
+        "exclusiveMinimum",
+        SUPPORTED,
+        "number",
+        "as minimum; the draft-04 boolean form is normalised",
+    ),
+    Keyword(
+        "exclusiveMaximum",
+        SUPPORTED,
+        "number",
+        "as minimum; the draft-04 boolean form is normalised",
+    ),
+    # annotations
+    Keyword("title", ANNOTATION, "any", "annotation"),
+    Keyword("description", ANNOTATION, "any", "annotation"),
+    Keyword("default", ANNOTATION, "any", "annotation"),
+    Keyword("examples", ANNOTATION, "any", "annotation"),
+    Keyword("$comment", ANNOTATION, "any", "annotation"),
+    Keyword("deprecated", ANNOTATION, "any", "annotation"),
+    Keyword("readOnly", ANNOTATION, "any", "annotation"),
+    Keyword("writeOnly", ANNOTATION, "any", "annotation"),
+    # deferred (report, "Bounded JSON profile: trj-1")
+    Keyword("pattern", UNSUPPORTED, "string", "deferred: regular expressions"),
+    Keyword("patternProperties", UNSUPPORTED, "object", "deferred"),
+    Keyword("propertyNames", UNSUPPORTED, "object", "deferred"),
+    Keyword("minProperties", UNSUPPORTED, "object", "deferred"),
+    Keyword("maxProperties", UNSUPPORTED, "object", "deferred"),
+    Keyword("dependentRequired", UNSUPPORTED, "object", "deferred"),
+    Keyword("dependentSchemas", UNSUPPORTED, "object", "deferred"),
+    Keyword(
+        "dependencies",
+        UNSUPPORTED,
+        "object",
+        "deferred (draft-04..07 form of dependentRequired/dependentSchemas)",
+    ),
+    Keyword("unevaluatedProperties", UNSUPPORTED, "object", "deferred"),
+    Keyword("unevaluatedItems", UNSUPPORTED, "array", "deferred"),
+    Keyword("contains", UNSUPPORTED, "array", "deferred"),
+    Keyword("minContains", UNSUPPORTED, "array", "deferred"),
+    Keyword("maxContains", UNSUPPORTED, "array", "deferred"),
+    Keyword("multipleOf", UNSUPPORTED, "number", "deferred (complex multipleOf)"),
+    Keyword("not", UNSUPPORTED, "any", "deferred"),
+    Keyword("if", UNSUPPORTED, "any", "deferred"),
+    Keyword("then", UNSUPPORTED, "any", "deferred"),
+    Keyword("else", UNSUPPORTED, "any", "deferred"),
+    Keyword("$anchor", UNSUPPORTED, "core", "deferred: references by anchor name"),
+    Keyword("$dynamicRef", UNSUPPORTED, "core", "deferred: dynamic references"),
+    Keyword("$dynamicAnchor", UNSUPPORTED, "core", "deferred: dynamic references"),
+    Keyword("$recursiveRef", UNSUPPORTED, "core", "deferred: 2019-09 recursive references"),
+    Keyword("$recursiveAnchor", UNSUPPORTED, "core", "deferred: 2019-09 recursive references"),
+    Keyword("$vocabulary", UNSUPPORTED, "core", "deferred: meta-schemas"),
+    Keyword("contentEncoding", UNSUPPORTED, "string", "deferred: content vocabulary"),
+    Keyword("contentMediaType", UNSUPPORTED, "string", "deferred: content vocabulary"),
+    Keyword("contentSchema", UNSUPPORTED, "string", "deferred: content vocabulary"),
+)
+
+STATUS: dict[str, str] = {k.name: k.status for k in KEYWORDS}
+
+SUPPORTED_FORMATS: tuple[str, ...] = ("date", "date-time", "time", "uuid")
+
+# profile rules, rendered into docs/trj-1.md; conformance classifications cite them by id
+PROFILE_RULES: dict[str, str] = {
+    "closed-objects": "objects admit only their declared properties unless --open-objects is given or additionalProperties is a non-trivial schema",
+    "declared-order": "members appear in the order of `properties`; additional members come after the declared ones",
+    "unique-names": "a member name appears at most once (additional members of open objects are only checked against the declared names)",
+    "integer-form": "integers are written without fraction or exponent (`1`, never `1.0` or `1e0`) and never as `-0`",
+    "safe-integers": "integers lie within ±(2^53−1)",
+    "number-form": "numbers have no leading zeros, no NaN/Infinity; under bounds they are written without exponent",
+    "string-form": "strings are valid UTF-8 with valid escapes; `\\u` surrogates only as valid pairs; control characters escaped",
+    "separators": "no whitespace except the chosen separators: compact `,` `:` or pretty `, ` `: ` as json.dumps writes them",
+    "canonical-constants": "enum/const values and declared member names are written in canonical form (json.dumps, ensure_ascii=False)",
+    "type-inference": "a schema without `type` admits only the types its keywords constrain (e.g. `properties` implies an object)",
+    "max-depth": "recursive references and values of unconstrained schemas nest at most max_depth deep",
+    "format-shape": "date, time, date-time and uuid are enforced as shape (upper-case T/Z, no leap second); this is stricter than annotation-only format",
+}

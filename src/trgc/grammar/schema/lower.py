@@ -1,0 +1,1162 @@
+"""trj-1 lowering: a JSON Schema document to the arena AST shared with trg-1.
+
+The traversal is an explicit stack of generators: lowering one schema object yields requests
+for its subschemas and receives their nodes, so nesting depth never becomes Python recursion.
+A generator returns `None` when its schema admits no value inside the profile; the parent
+decides (an optional property disappears, an anyOf branch is dropped, the root is
+`E_UNSATISFIABLE`).
+
+Shapes are chosen so that the compiler's predictive check passes: everything that is not a
+`$ref` cycle stays in the start rule (the compiler inlines non-recursive rules), each `$ref`
+target is one rule named after its pointer, and every choice between members, elements or
+branches is decided by the bytes that follow (member names are distinct literals, a comma or
+a closing bracket ends a list).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Generator
+from fractions import Fraction
+
+from trgc.errors import TrgcError
+from trgc.grammar.ast import Grammar, Kind, Rule
+from trgc.grammar.schema import numbers, strings
+from trgc.grammar.schema.keywords import (
+    ANNOTATION,
+    NORMALISED,
+    STATUS,
+    SUPPORTED,
+    SUPPORTED_FORMATS,
+)
+from trgc.grammar.schema.nodes import Builder
+from trgc.grammar.schema.normalize import (
+    ANNOTATIONS,
+    CONTAINERS,
+    SCHEMA_LISTS,
+    View,
+    assertion_keys,
+    detect_draft,
+    escape_token,
+    view,
+)
+from trgc.grammar.schema.refs import resolve, root_base
+from trgc.limits import Limits, check_limit
+
+SEPARATORS: dict[str, tuple[str, str]] = {"compact": (",", ":"), "pretty": (", ", ": ")}
+ANY_RULE = "json_value"
+DEFAULT_MAX_DEPTH = 32
+TYPES = ("null", "boolean", "object", "array", "number", "integer", "string")
+FAMILY_KEYWORDS: dict[str, str] = {
+    "properties": "object",
+    "required": "object",
+    "additionalProperties": "object",
+    "items": "array",
+    "prefixItems": "array",
+    "minItems": "array",
+    "maxItems": "array",
+    "uniqueItems": "array",
+    "minLength": "string",
+    "maxLength": "string",
+    "format": "string",
+    "minimum": "number",
+    "maximum": "number",
+    "exclusiveMinimum": "number",
+    "exclusiveMaximum": "number",
+}
+# keywords whose meaning a concrete enum/const value can be checked against here
+_VALUE_CHECKED = frozenset(
+    {
+        "type",
+        "enum",
+        "const",
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "minLength",
+        "maxLength",
+        "minItems",
+        "maxItems",
+        "uniqueItems",
+        "format",
+    }
+)
+_SHARE_ABOVE = 48  # subtrees larger than this are shared through a helper rule instead of copied
+_MAPS_OF_SCHEMAS = frozenset(
+    {"properties", "$defs", "definitions", "patternProperties", "dependentSchemas"}
+)
+
+Gen = Generator[tuple, object, int | None]
+
+
+def unsupported(keyword: str, pointer: str, message: str, hint: str | None = None) -> TrgcError:
+    return TrgcError(
+        "E_UNSUPPORTED_KEYWORD", message, pointer=pointer, hint=hint, details={"keyword": keyword}
+    )
+
+
+def value_key(value: object) -> str:
+    """JSON Schema equality as a string: 1 and 1.0 are equal, true and 1 are not."""
+
+    def canon(v: object) -> object:
+        if isinstance(v, float) and v.is_integer():
+            return int(v)
+        if isinstance(v, dict):
+            return {k: canon(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [canon(x) for x in v]
+        return v
+
+    try:
+        return json.dumps(canon(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    except RecursionError:
+        raise TrgcError("E_LIMIT_NESTING", "an enum or const value nests too deeply") from None
+
+
+def json_type(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "integer" if value.is_integer() else "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+def _type_matches(value: object, name: str) -> bool:
+    actual = json_type(value)
+    return actual == name or (name == "number" and actual == "integer")
+
+
+class Lowering:
+    """One lowering run; `run()` returns the finished grammar."""
+
+    def __init__(
+        self, root: object, *, separators: str, open_objects: bool, max_depth: int, limits: Limits
+    ) -> None:
+        if separators not in SEPARATORS:
+            raise TrgcError(
+                "E_USAGE", f"separators must be 'compact' or 'pretty', got {separators!r}"
+            )
+        check_limit("max_depth", max_depth, limits.max_depth, "max_depth")
+        self.root = root
+        self.draft = detect_draft(root)
+        self.base = root_base(root)
+        self.limits = limits
+        self.item_sep, self.key_sep = SEPARATORS[separators]
+        self.open_objects = open_objects
+        self.grammar = Grammar(source_kind="trj", start="root", max_depth=max_depth)
+        self.grammar.options = {
+            "draft": self.draft,
+            "max_depth": max_depth,
+            "open_objects": open_objects,
+            "profile": "trj-1",
+            "separators": separators,
+        }
+        self.b = Builder(self.grammar)
+        self.rule_of: dict[str, str] = {}
+        self.names: set[str] = set()
+        self.pending: list[tuple[str, str, object]] = []
+        self.any_used = False
+        self.unsat: tuple[str, str] | None = None
+        self.helpers = 0
+
+    # ---- driver ---------------------------------------------------------------------------
+
+    def run(self) -> Grammar:
+        if not isinstance(self.root, dict | bool):
+            raise TrgcError(
+                "E_SCHEMA_NOT_OBJECT", "a schema is a JSON object or boolean", pointer=""
+            )
+        self._rule_for("", self.root, name="root")
+        while self.pending:
+            name, pointer, schema = self.pending.pop(0)
+            body = self._drive(("schema", schema, pointer))
+            if body is None:
+                where, why = self.unsat or (pointer, "no value satisfies this schema")
+                raise TrgcError(
+                    "E_UNSATISFIABLE", f"no JSON value satisfies the schema: {why}", pointer=where
+                )
+            self.grammar.rules.append(Rule(name, body, 0, 0, pointer=pointer))
+        if self.any_used:
+            self.grammar.rules.append(Rule(ANY_RULE, self._any_value_body(), 0, 0, pointer=None))
+        return self.grammar
+
+    def _drive(self, request: tuple) -> int | None:
+        stack: list[Gen] = [self._start(request)]
+        value: object = None
+        while stack:
+            try:
+                request = stack[-1].send(value)
+            except StopIteration as stop:
+                stack.pop()
+                value = stop.value
+                continue
+            check_limit("nesting", len(stack) + 1, self.limits.nesting, "schema nesting depth")
+            check_limit(
+                "operations",
+                len(self.grammar.nodes),
+                self.limits.operations,
+                "grammar nodes built from the schema",
+            )
+            stack.append(self._start(request))
+            value = None
+        return value  # type: ignore[return-value]
+
+    def _start(self, request: tuple) -> Gen:
+        if request[0] == "schema":
+            return self._schema(request[1], request[2])
+        return self._view(request[1], request[2])
+
+    def _no(self, pointer: str, why: str) -> None:
+        if self.unsat is None:
+            self.unsat = (pointer, why)
+
+    # ---- schemas and views ----------------------------------------------------------------
+
+    def _schema(self, schema: object, pointer: str) -> Gen:
+        if schema is True:
+            return self._any()
+        if schema is False:
+            self._no(pointer, "the schema is false")
+            return None
+        if not isinstance(schema, dict):
+            raise TrgcError(
+                "E_SCHEMA_NOT_OBJECT",
+                f"a schema is a JSON object or boolean, got {type(schema).__name__}",
+                pointer=pointer,
+            )
+        node = yield ("view", view(schema, pointer, self.draft), pointer)
+        return node
+
+    def _check_keywords(self, v: View, pointer: str) -> None:
+        for key, (_value, ptr) in v.items():
+            status = STATUS.get(key)
+            if status is None:
+                raise unsupported(
+                    key,
+                    ptr,
+                    f"unknown keyword {key!r}",
+                    hint="trgc keywords lists the trj-1 keyword matrix",
+                )
+            if status not in (SUPPORTED, NORMALISED, ANNOTATION):
+                raise unsupported(
+                    key,
+                    ptr,
+                    f"keyword {key!r} is outside the trj-1 profile",
+                    hint="trgc keywords lists the trj-1 keyword matrix",
+                )
+        if "uniqueItems" in v:
+            value, ptr = v["uniqueItems"]
+            if not isinstance(value, bool):
+                raise TrgcError("E_SCHEMA_INVALID", "uniqueItems must be a boolean", pointer=ptr)
+            max_items = v.get("maxItems", (None, ""))[0]
+            if value and not (isinstance(max_items, int) and max_items <= 1):
+                raise unsupported(
+                    "uniqueItems", ptr, "uniqueItems: true is outside the trj-1 profile"
+                )
+        if "format" in v:
+            value, ptr = v["format"]
+            if not isinstance(value, str):
+                raise TrgcError("E_SCHEMA_INVALID", "format must be a string", pointer=ptr)
+            if value not in SUPPORTED_FORMATS:
+                raise unsupported(
+                    "format",
+                    ptr,
+                    f"format {value!r} is not supported (only {', '.join(SUPPORTED_FORMATS)})",
+                )
+        if "$id" in v and pointer:
+            value, ptr = v["$id"]
+            if not isinstance(value, str):
+                raise TrgcError("E_SCHEMA_INVALID", "$id must be a string", pointer=ptr)
+
+    def _view(self, v: View, pointer: str) -> Gen:
+        self._check_keywords(v, pointer)
+        v = self._expand(v, pointer)
+        if v is None:
+            return None
+        if "$ref" in v:
+            return self._ref(v["$ref"][0], v["$ref"][1])
+        if "enum" in v or "const" in v:
+            return self._enum(v, pointer)
+        for key in ("oneOf", "anyOf"):
+            if key in v:
+                node = yield from self._union(v, key, pointer)
+                return node
+        types = self._types(v, pointer)
+        if not types:
+            self._no(pointer, "no type remains")
+            return None
+        if set(types) >= {"null", "boolean", "object", "array", "number", "string"} and not any(
+            k in v for k in FAMILY_KEYWORDS
+        ):
+            return self._any()
+        options: list[int] = []
+        for name in types:
+            if name == "integer" and "number" in types:
+                continue
+            if name == "object":
+                node = yield from self._object(v, pointer)
+            elif name == "array":
+                node = yield from self._array(v, pointer)
+            else:
+                node = self._scalar(name, v, pointer)
+            if node is not None:
+                options.append(node)
+        if not options:
+            return None
+        return self.b.alt(*options)
+
+    def _types(self, v: View, pointer: str) -> list[str]:
+        if "type" in v:
+            value, ptr = v["type"]
+            names = [value] if isinstance(value, str) else value
+            if (
+                not isinstance(names, list)
+                or not names
+                or not all(isinstance(n, str) and n in TYPES for n in names)
+            ):
+                raise TrgcError(
+                    "E_SCHEMA_INVALID",
+                    f"type must be one of {', '.join(TYPES)} or a non-empty list of them",
+                    pointer=ptr,
+                )
+            if len(set(names)) != len(names):
+                raise TrgcError("E_SCHEMA_INVALID", "type lists a name twice", pointer=ptr)
+            return [n for n in TYPES if n in names]
+        families = {FAMILY_KEYWORDS[k] for k in v if k in FAMILY_KEYWORDS}
+        if not families:
+            return ["null", "boolean", "object", "array", "number", "string"]
+        return [n for n in TYPES if n in families]
+
+    # ---- allOf and $ref with siblings: merge into one view -------------------------------
+
+    def _expand(self, v: View, pointer: str) -> View | None:
+        seen: set[str] = set()
+        while True:
+            if "$ref" in v and len(assertion_keys(v)) > 1:
+                ref, ref_ptr = v["$ref"]
+                target_ptr, target = self._resolve(ref, ref_ptr)
+                if target_ptr in seen:
+                    raise TrgcError(
+                        "E_REF_NO_PROGRESS",
+                        f"$ref {ref!r} reaches itself while merging without consuming input",
+                        pointer=ref_ptr,
+                    )
+                seen.add(target_ptr)
+                rest = {k: e for k, e in v.items() if k != "$ref"}
+                if target is False:
+                    self._no(ref_ptr, "the referenced schema is false")
+                    return None
+                parts = [rest] if target is True else [self._target_view(target, target_ptr), rest]
+                merged = self._merge(parts, ref_ptr)
+                if merged is None:
+                    return None
+                v = merged
+                continue
+            if "allOf" in v:
+                branches, all_ptr = v["allOf"]
+                parts = [{k: e for k, e in v.items() if k != "allOf"}]
+                for sub, sub_ptr in branches:
+                    if sub is True:
+                        continue
+                    if sub is False:
+                        self._no(sub_ptr, "an allOf branch is false")
+                        return None
+                    if not isinstance(sub, dict):
+                        raise TrgcError(
+                            "E_SCHEMA_NOT_OBJECT",
+                            "an allOf branch is not a schema",
+                            pointer=sub_ptr,
+                        )
+                    if sub_ptr in seen:
+                        raise TrgcError(
+                            "E_REF_NO_PROGRESS",
+                            "allOf reaches itself without consuming input",
+                            pointer=sub_ptr,
+                        )
+                    seen.add(sub_ptr)
+                    parts.append(self._target_view(sub, sub_ptr))
+                merged = self._merge(parts, all_ptr)
+                if merged is None:
+                    return None
+                v = merged
+                continue
+            return v
+
+    def _target_view(self, schema: object, pointer: str) -> View:
+        if not isinstance(schema, dict):
+            raise TrgcError(
+                "E_SCHEMA_NOT_OBJECT", "a schema is a JSON object or boolean", pointer=pointer
+            )
+        v = view(schema, pointer, self.draft)
+        self._check_keywords(v, pointer)
+        return v
+
+    def _merge(self, parts: list[View], pointer: str) -> View | None:
+        """The conjunction of several views as one view, when that is exact; else unsupported."""
+        out: View = {}
+        closers = [
+            p
+            for p in parts
+            if "additionalProperties" in p and p["additionalProperties"][0] not in (True, {})
+        ]
+        for part in parts:
+            for key, entry in part.items():
+                if key in ANNOTATIONS or key in CONTAINERS:
+                    continue
+                if key == "const":
+                    key, entry = "enum", ([entry[0]], entry[1])
+                if key not in out:
+                    out[key] = entry
+                    continue
+                merged = self._merge_one(key, out[key], entry, pointer)
+                if merged is None:
+                    self._no(entry[1], f"the conjunction of {key} is empty")
+                    return None
+                out[key] = merged
+        if closers:
+            names = set(out.get("properties", ({}, ""))[0]) | set(out.get("required", ([], ""))[0])
+            for closer in closers:
+                own = set(closer.get("properties", ({}, ""))[0])
+                if (
+                    not names <= own
+                    or len(closers) > 1
+                    and any(
+                        c["additionalProperties"][0] != closer["additionalProperties"][0]
+                        for c in closers
+                    )
+                ):
+                    raise unsupported(
+                        "allOf",
+                        pointer,
+                        "allOf combines additionalProperties with properties declared elsewhere; the merge would not be exact",
+                    )
+        for key in ("items", "prefixItems"):
+            holders = [p for p in parts if key in p]
+            if len(holders) > 1 or (
+                holders
+                and any("items" in p or "prefixItems" in p for p in parts if p is not holders[0])
+            ):
+                raise unsupported(
+                    "allOf", pointer, "allOf combines array item schemas from several branches"
+                )
+        return out
+
+    def _merge_one(self, key: str, a: tuple, b: tuple, pointer: str) -> tuple | None:
+        (x, xp), (y, yp) = a, b
+        if key == "required":
+            if not isinstance(x, list) or not isinstance(y, list):
+                raise TrgcError(
+                    "E_SCHEMA_INVALID", "required must be an array of strings", pointer=yp
+                )
+            return (x + [n for n in y if n not in x], xp)
+        if key == "type":
+            xs = {x} if isinstance(x, str) else set(x)
+            ys = {y} if isinstance(y, str) else set(y)
+            both = (xs & ys) | (
+                {"integer"}
+                if ("integer" in xs and "number" in ys) or ("number" in xs and "integer" in ys)
+                else set()
+            )
+            return ([n for n in TYPES if n in both], xp) if both else None
+        if key in ("minimum", "exclusiveMinimum", "minLength", "minItems"):
+            return a if self._num(x, xp) >= self._num(y, yp) else b
+        if key in ("maximum", "exclusiveMaximum", "maxLength", "maxItems"):
+            return a if self._num(x, xp) <= self._num(y, yp) else b
+        if key == "enum":
+            if not isinstance(x, list) or not isinstance(y, list):
+                raise TrgcError("E_SCHEMA_INVALID", "enum must be an array", pointer=yp)
+            keys = {value_key(v) for v in y}
+            kept = [v for v in x if value_key(v) in keys]
+            return (kept, xp) if kept else None
+        if key == "properties":
+            props = dict(x)
+            for name, (sub, sub_ptr) in y.items():
+                if name in props and props[name][0] != sub:
+                    if props[name][0] is True or props[name][0] == {}:
+                        props[name] = (sub, sub_ptr)
+                    elif not (sub is True or sub == {}):
+                        raise unsupported(
+                            "allOf",
+                            sub_ptr,
+                            f"property {name!r} is constrained in two allOf branches",
+                        )
+                elif name not in props:
+                    props[name] = (sub, sub_ptr)
+            return (props, xp)
+        if key in SCHEMA_LISTS:
+            if [s for s, _ in x] == [s for s, _ in y]:
+                return a
+            raise unsupported("allOf", yp, f"{key} appears in two allOf branches")
+        if x == y and type(x) is type(y):
+            return a
+        raise unsupported("allOf", yp, f"{key} has different values in two allOf branches")
+
+    @staticmethod
+    def _num(value: object, pointer: str) -> Fraction:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise TrgcError(
+                "E_SCHEMA_INVALID", f"expected a number, got {json.dumps(value)}", pointer=pointer
+            )
+        try:
+            return Fraction(value)
+        except (OverflowError, ValueError):
+            raise TrgcError(
+                "E_SCHEMA_INVALID", f"{value} is not a finite number", pointer=pointer
+            ) from None
+
+    # ---- references -----------------------------------------------------------------------
+
+    def _resolve(self, ref: object, pointer: str) -> tuple[str, object]:
+        self._check_base(pointer)
+        return resolve(ref, self.root, self.base, pointer)
+
+    def _check_base(self, pointer: str) -> None:
+        """A `$ref` under an embedded resource (a non-root `$id`) would resolve against another base."""
+        node = self.root
+        prev = ""
+        tokens = [t.replace("~1", "/").replace("~0", "~") for t in pointer.split("/")[1:]]
+        for token in tokens[:-1]:
+            if isinstance(node, dict):
+                node = node.get(token)
+            elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
+                node = node[int(token)]
+            else:
+                return
+            if (
+                isinstance(node, dict)
+                and prev not in _MAPS_OF_SCHEMAS
+                and token not in _MAPS_OF_SCHEMAS
+            ):
+                for key in ("$id", "id"):
+                    ident = node.get(key)
+                    if (
+                        isinstance(ident, str)
+                        and not ident.startswith("#")
+                        and (key == "$id" or self.draft == 4)
+                    ):
+                        raise unsupported(
+                            "$id",
+                            pointer,
+                            "a $ref inside an embedded resource (a non-root $id) is not supported",
+                        )
+            prev = token
+
+    def _ref(self, ref: object, pointer: str) -> int | None:
+        target_ptr, target = self._resolve(ref, pointer)
+        seen = {target_ptr}
+        probe = target
+        while (
+            isinstance(probe, dict)
+            and "$ref" in probe
+            and not (set(assertion_keys(view(probe, target_ptr, self.draft))) - {"$ref"})
+        ):
+            next_ptr, probe = self._resolve(probe["$ref"], target_ptr + "/$ref")
+            if next_ptr in seen:
+                raise TrgcError(
+                    "E_REF_NO_PROGRESS",
+                    f"$ref {ref!r} leads back to itself without consuming input",
+                    pointer=pointer,
+                )
+            seen.add(next_ptr)
+            target_ptr, target = next_ptr, probe
+        if target is True:
+            return self._any()
+        if target is False:
+            self._no(pointer, "the referenced schema is false")
+            return None
+        return self.b.ref(self._rule_for(target_ptr, target))
+
+    def _rule_for(self, pointer: str, schema: object, name: str | None = None) -> str:
+        existing = self.rule_of.get(pointer)
+        if existing is not None:
+            return existing
+        if name is None:
+            last = pointer.rsplit("/", 1)[-1].replace("~1", "/").replace("~0", "~")
+            stem = "s_" + (re.sub(r"[^A-Za-z0-9_]", "_", last) or "x")
+            name, n = stem, 1
+            while name in self.names or name in (ANY_RULE, "root"):
+                n += 1
+                name = f"{stem}_{n}"
+        self.names.add(name)
+        self.rule_of[pointer] = name
+        self.pending.append((name, pointer, schema))
+        return name
+
+    # ---- any JSON value -------------------------------------------------------------------
+
+    def _any(self) -> int:
+        self.any_used = True
+        return self.b.ref(ANY_RULE)
+
+    def _any_value_body(self) -> int:
+        b = self.b
+        member = lambda: b.seq(strings.string(b), b.lit(self.key_sep), b.ref(ANY_RULE))  # noqa: E731
+        obj = b.seq(
+            b.lit("{"),
+            b.opt(b.seq(member(), b.rep(b.seq(b.lit(self.item_sep), member()), 0, None))),
+            b.lit("}"),
+        )
+        arr = b.seq(
+            b.lit("["),
+            b.opt(
+                b.seq(b.ref(ANY_RULE), b.rep(b.seq(b.lit(self.item_sep), b.ref(ANY_RULE)), 0, None))
+            ),
+            b.lit("]"),
+        )
+        return b.alt(
+            obj,
+            arr,
+            strings.string(b),
+            numbers.number(b),
+            b.lit("true"),
+            b.lit("false"),
+            b.lit("null"),
+        )
+
+    # ---- enum / const ---------------------------------------------------------------------
+
+    def _enum(self, v: View, pointer: str) -> int | None:
+        values: list | None = None
+        if "enum" in v:
+            raw, ptr = v["enum"]
+            if not isinstance(raw, list):
+                raise TrgcError("E_SCHEMA_INVALID", "enum must be an array", pointer=ptr)
+            keys = [value_key(x) for x in raw]
+            if len(set(keys)) != len(keys):
+                dup = next(raw[i] for i, k in enumerate(keys) if keys.index(k) != i)
+                raise TrgcError(
+                    "E_SCHEMA_INVALID", f"enum lists {json.dumps(dup)} twice", pointer=ptr
+                )
+            values = list(raw)
+        if "const" in v:
+            const = v["const"][0]
+            values = (
+                [const]
+                if values is None
+                else [x for x in values if value_key(x) == value_key(const)]
+            )
+        assert values is not None
+        for key in assertion_keys(v):
+            if key not in _VALUE_CHECKED:
+                raise unsupported(
+                    key, v[key][1], f"{key} together with enum/const is not supported"
+                )
+        kept = [x for x in values if self._value_ok(x, v)]
+        if not kept:
+            self._no(
+                pointer,
+                "no enum/const value satisfies the other keywords" if values else "enum is empty",
+            )
+            return None
+        spellings: list[str] = []
+        for x in kept:
+            for text in self._spellings(x):
+                if text not in spellings:
+                    spellings.append(text)
+        return self.b.alt(*(self.b.lit(text) for text in spellings))
+
+    def _spellings(self, value: object) -> list[str]:
+        try:
+            first = json.dumps(
+                value, ensure_ascii=False, separators=(self.item_sep, self.key_sep), allow_nan=False
+            )
+        except RecursionError:
+            raise TrgcError("E_LIMIT_NESTING", "an enum or const value nests too deeply") from None
+        out = [first]
+        if (
+            isinstance(value, float)
+            and value.is_integer()
+            and abs(value) <= numbers.MAX_SAFE_INTEGER
+        ):
+            out.append(str(int(value)))
+        elif (
+            isinstance(value, int)
+            and not isinstance(value, bool)
+            and abs(value) <= numbers.MAX_SAFE_INTEGER
+        ):
+            out.append(json.dumps(float(value)))
+        return out
+
+    def _value_ok(self, value: object, v: View) -> bool:
+        if "type" in v:
+            names = v["type"][0]
+            names = [names] if isinstance(names, str) else names
+            if not any(_type_matches(value, n) for n in names):
+                return False
+        if json_type(value) in ("integer", "number"):
+            x = Fraction(value)  # type: ignore[arg-type]
+            for key, ok in (
+                ("minimum", lambda b: x >= b),
+                ("maximum", lambda b: x <= b),
+                ("exclusiveMinimum", lambda b: x > b),
+                ("exclusiveMaximum", lambda b: x < b),
+            ):
+                if key in v and not ok(self._num(*v[key])):
+                    return False
+        if isinstance(value, str):
+            if "minLength" in v and len(value) < self._count(v, "minLength"):
+                return False
+            if "maxLength" in v and len(value) > self._count(v, "maxLength"):
+                return False
+        if isinstance(value, list):
+            if "minItems" in v and len(value) < self._count(v, "minItems"):
+                return False
+            if "maxItems" in v and len(value) > self._count(v, "maxItems"):
+                return False
+            if v.get("uniqueItems", (False, ""))[0] and len({value_key(x) for x in value}) != len(
+                value
+            ):
+                return False
+        return True
+
+    def _count(self, v: View, key: str, default: int | None = None) -> int | None:
+        if key not in v:
+            return default
+        value, ptr = v[key]
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise TrgcError(
+                "E_SCHEMA_INVALID",
+                f"{key} must be a non-negative integer, got {json.dumps(value)}",
+                pointer=ptr,
+            )
+        return value
+
+    # ---- anyOf / oneOf ----------------------------------------------------------------------
+
+    def _union(self, v: View, key: str, pointer: str) -> Gen:
+        branches, ptr = v[key]
+        siblings = {k: e for k, e in v.items() if k != key}
+        views: list[tuple[View, str]] = []
+        for sub, sub_ptr in branches:
+            if sub is False:
+                continue
+            if sub is True:
+                branch: View = {}
+            elif isinstance(sub, dict):
+                branch = self._target_view(sub, sub_ptr)
+            else:
+                raise TrgcError(
+                    "E_SCHEMA_NOT_OBJECT", f"a {key} branch is not a schema", pointer=sub_ptr
+                )
+            merged = (
+                self._merge([siblings, branch], sub_ptr) if assertion_keys(siblings) else branch
+            )
+            if merged is not None:
+                views.append((merged, sub_ptr))
+        if key == "oneOf":
+            self._check_disjoint(views, ptr)
+        options: list[int] = []
+        for branch, sub_ptr in views:
+            if not assertion_keys(branch):
+                return self._any()
+            node = yield ("view", branch, sub_ptr)
+            if node is not None:
+                options.append(node)
+        if not options:
+            self._no(ptr, f"no {key} branch admits a value")
+            return None
+        return self.b.alt(*options)
+
+    def _semantic(self, v: View, depth: int = 0) -> View:
+        """Follow a pure `$ref` chain (bounded) to the view that actually constrains."""
+        while "$ref" in v and depth < 16:
+            ptr, target = self._resolve(*v["$ref"])
+            if not isinstance(target, dict):
+                return {}
+            v = view(target, ptr, self.draft)
+            depth += 1
+        return v
+
+    def _semantic_types(self, v: View) -> set[str] | None:
+        """The JSON types every value valid under `v` must have (None: unknown / all)."""
+        v = self._semantic(v)
+        found: set[str] | None = None
+        if "type" in v:
+            names = v["type"][0]
+            found = set([names] if isinstance(names, str) else names)
+            if "number" in found:
+                found.add("integer")
+        for key in ("enum", "const"):
+            if key in v:
+                values = v[key][0] if key == "enum" else [v[key][0]]
+                if isinstance(values, list):
+                    kinds = {json_type(x) for x in values}
+                    found = (
+                        kinds
+                        if found is None
+                        else found & (kinds | ({"integer"} if "number" in kinds else set()))
+                    )
+        return found
+
+    def _grammar_types(self, v: View) -> set[str]:
+        v = self._semantic(v)
+        known = self._semantic_types(v)
+        if known is not None:
+            return known
+        return set(self._types(v, "")) if v else set(TYPES)
+
+    def _values(self, v: View) -> set[str] | None:
+        v = self._semantic(v)
+        keys: set[str] | None = None
+        if "enum" in v and isinstance(v["enum"][0], list):
+            keys = {value_key(x) for x in v["enum"][0]}
+        if "const" in v:
+            one = {value_key(v["const"][0])}
+            keys = one if keys is None else keys & one
+        return keys
+
+    def _disjoint_values(self, a: View, b: View) -> bool:
+        va, vb = self._values(a), self._values(b)
+        if va is not None and vb is not None and not (va & vb):
+            return True
+        ta, tb = self._semantic_types(a), self._semantic_types(b)
+        return ta is not None and tb is not None and not (ta & tb)
+
+    def _disjoint(self, a: View, b: View) -> bool:
+        if self._disjoint_values(a, b):
+            return True
+        a, b = self._semantic(a), self._semantic(b)
+        if self._grammar_types(a) == {"object"} and self._grammar_types(b) == {"object"}:
+            req_a = set(a.get("required", ([], ""))[0] or [])
+            req_b = set(b.get("required", ([], ""))[0] or [])
+            props_a = a.get("properties", ({}, ""))[0]
+            props_b = b.get("properties", ({}, ""))[0]
+            for name in sorted(req_a & req_b):
+                if name in props_a and name in props_b:
+                    sa, pa = props_a[name]
+                    sb, pb = props_b[name]
+                    if (
+                        isinstance(sa, dict)
+                        and isinstance(sb, dict)
+                        and self._disjoint_values(
+                            view(sa, pa, self.draft), view(sb, pb, self.draft)
+                        )
+                    ):
+                        return True
+        return False
+
+    def _check_disjoint(self, views: list[tuple[View, str]], pointer: str) -> None:
+        for i in range(len(views)):
+            for j in range(i + 1, len(views)):
+                if not self._disjoint(views[i][0], views[j][0]):
+                    raise TrgcError(
+                        "E_ONEOF_OVERLAP",
+                        f"oneOf branches {views[i][1]} and {views[j][1]} may both accept a value",
+                        pointer=pointer,
+                        hint="make the branches disjoint by type, const/enum values or a required discriminator property, or use anyOf",
+                    )
+
+    # ---- scalars ------------------------------------------------------------------------------
+
+    def _scalar(self, name: str, v: View, pointer: str) -> int | None:
+        b = self.b
+        if name == "null":
+            return b.lit("null")
+        if name == "boolean":
+            return b.alt(b.lit("true"), b.lit("false"))
+        if name == "string":
+            return self._string(v, pointer)
+        bounds = {
+            k: self._num(*v[k])
+            for k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
+            if k in v
+        }
+        if name == "integer":
+            lo, hi = numbers.integer_bounds(
+                bounds.get("minimum"),
+                bounds.get("maximum"),
+                bounds.get("exclusiveMinimum"),
+                bounds.get("exclusiveMaximum"),
+            )
+            node = numbers.integer_range(b, lo, hi)
+            if node is None:
+                self._no(pointer, f"no integer lies in [{lo}, {hi}] within ±(2^53−1)")
+            return node
+        if not bounds:
+            return numbers.number(b)
+        for key, value in bounds.items():
+            if value.denominator != 1:
+                raise unsupported(
+                    key,
+                    v[key][1],
+                    f"{key} {json.dumps(v[key][0])} on a number: only integer-valued bounds are supported",
+                )
+        lo = self._tighter(bounds, "minimum", "exclusiveMinimum", lower=True)
+        hi = self._tighter(bounds, "maximum", "exclusiveMaximum", lower=False)
+        node = numbers.bounded_number(b, lo, hi)
+        if node is None:
+            self._no(pointer, "no number lies within the bounds")
+        return node
+
+    @staticmethod
+    def _tighter(
+        bounds: dict[str, Fraction], inclusive: str, exclusive: str, *, lower: bool
+    ) -> tuple[int, bool] | None:
+        a, e = bounds.get(inclusive), bounds.get(exclusive)
+        if a is None and e is None:
+            return None
+        if e is None or (a is not None and (a > e if lower else a < e)):
+            return int(a), True  # type: ignore[arg-type]
+        return int(e), False
+
+    def _string(self, v: View, pointer: str) -> int | None:
+        lo = self._count(v, "minLength", 0)
+        hi = self._count(v, "maxLength")
+        assert lo is not None
+        if hi is not None and lo > hi:
+            self._no(pointer, f"minLength {lo} > maxLength {hi}")
+            return None
+        if "format" in v:
+            fmt = v["format"][0]
+            f_lo, f_hi = strings.FORMAT_LENGTHS[fmt]  # type: ignore[index]
+            if (hi is not None and hi < f_lo) or (f_hi is not None and lo > f_hi):
+                self._no(pointer, f"format {fmt} strings never have the allowed length")
+                return None
+            if lo > f_lo or (hi is not None and (f_hi is None or hi < f_hi)):
+                key = "minLength" if lo > f_lo else "maxLength"
+                raise unsupported(
+                    key, v[key][1], f"{key} together with format {fmt!r} is not supported"
+                )
+            return strings.formatted_string(self.b, fmt)  # type: ignore[arg-type]
+        check_limit("repetition", lo, self.limits.repetition, "minLength")
+        if hi is not None:
+            check_limit("repetition", hi, self.limits.repetition, "maxLength")
+        return strings.string(self.b, lo, hi)
+
+    # ---- objects ------------------------------------------------------------------------------
+
+    def _object(self, v: View, pointer: str) -> Gen:
+        b = self.b
+        props: dict = v.get("properties", ({}, ""))[0]  # type: ignore[assignment]
+        required_raw, req_ptr = v.get("required", ([], pointer))
+        if not isinstance(required_raw, list) or not all(isinstance(n, str) for n in required_raw):
+            raise TrgcError(
+                "E_SCHEMA_INVALID", "required must be an array of strings", pointer=req_ptr
+            )
+        if len(set(required_raw)) != len(required_raw):
+            raise TrgcError("E_SCHEMA_INVALID", "required lists a name twice", pointer=req_ptr)
+        required = set(required_raw)
+        extra_schema: object = None  # None: no additional members
+        extra_ptr = pointer
+        if "additionalProperties" in v:
+            addl, extra_ptr = v["additionalProperties"]
+            if addl is False:
+                extra_schema = False
+            elif addl is True or addl == {}:
+                extra_schema = True if self.open_objects else None
+            else:
+                extra_schema = addl
+        elif self.open_objects:
+            extra_schema = True
+        # required names that are not declared: declared here with the additional-member schema
+        declared: list[tuple[str, object, str]] = [
+            (name, sub, ptr) for name, (sub, ptr) in props.items()
+        ]
+        for name in required_raw:
+            if name not in props:
+                if extra_schema is False:
+                    self._no(
+                        req_ptr,
+                        f"required member {name!r} is forbidden by additionalProperties: false",
+                    )
+                    return None
+                schema = True if extra_schema in (None, True) else extra_schema
+                declared.append(
+                    (name, schema, extra_ptr if extra_schema not in (None, True) else req_ptr)
+                )
+        members: list[tuple[int, bool]] = []
+        for name, sub, ptr in declared:
+            value = yield ("schema", sub, ptr)
+            if value is None:
+                if name in required:
+                    self._no(ptr, f"required member {name!r} admits no value")
+                    return None
+                continue
+            members.append(
+                (
+                    b.seq(b.lit(strings.canonical_string(name) + self.key_sep), value),
+                    name in required,
+                )
+            )
+        extra: int | None = None
+        if extra_schema not in (None, False):
+            value = yield ("schema", extra_schema, extra_ptr)
+            if value is not None:
+                names = [name for name, _, _ in declared]
+                extra = b.seq(strings.key_other_than(b, names), b.lit(self.key_sep), value)
+        return self._member_list(members, extra)
+
+    def _member_list(self, members: list[tuple[int, bool]], extra: int | None) -> int:
+        """`{` members in order, commas between the present ones, optional ones skippable, extras last `}`.
+
+        `chain` is the language of member lists ending at the current member (None before the
+        first); `leading` says whether every member so far was optional, so the current one may
+        also come first. Each value appears at most twice (as first member, and after a comma).
+        """
+        b = self.b
+        comma = self.item_sep
+        chain: int | None = None
+        leading = True
+        for node, is_required in members:
+            if chain is None:
+                chain = node
+            else:
+                after, first = self._twice(node) if leading else (node, None)
+                tail = b.seq(b.lit(comma), after)
+                options = [b.seq(chain, tail if is_required else b.opt(tail))]
+                if first is not None:
+                    options.append(first)
+                chain = b.alt(*options)
+            if is_required:
+                leading = False
+        body = chain
+        if extra is not None:
+            uses = self._uses(extra, 3 if chain is not None and leading else 2)
+            only_extras = b.seq(uses[0], b.rep(b.seq(b.lit(comma), uses[1]), 0, None))
+            if chain is None:
+                body = only_extras
+            elif leading:
+                body = b.alt(
+                    b.seq(chain, b.rep(b.seq(b.lit(comma), uses[2]), 0, None)), only_extras
+                )
+            else:
+                body = b.seq(chain, b.rep(b.seq(b.lit(comma), uses[1]), 0, None))
+        if body is None:
+            return b.lit("{}")
+        return b.seq(b.lit("{"), b.opt(body) if leading else body, b.lit("}"))
+
+    # ---- arrays -------------------------------------------------------------------------------
+
+    def _array(self, v: View, pointer: str) -> Gen:
+        b = self.b
+        lo = self._count(v, "minItems", 0)
+        hi = self._count(v, "maxItems")
+        assert lo is not None
+        check_limit("repetition", lo, self.limits.repetition, "minItems")
+        prefix_entries = v.get("prefixItems", ([], ""))[0]
+        prefix: list[int] = []
+        for sub, ptr in prefix_entries:  # type: ignore[union-attr]
+            if hi is not None and len(prefix) >= hi:
+                break
+            node = yield ("schema", sub, ptr)
+            if node is None:
+                hi = len(prefix) if hi is None else min(hi, len(prefix))
+                break
+            prefix.append(node)
+        rest: int | None = None
+        if hi is None or hi > len(prefix):
+            items, items_ptr = v.get("items", (True, pointer))
+            if len(prefix) < len(prefix_entries):  # a prefix item admits no value: nothing after it
+                items = False
+            if items is not False:
+                rest = yield ("schema", items, items_ptr)
+            if rest is None:
+                hi = len(prefix) if hi is None else min(hi, len(prefix))
+        if hi is not None and lo > hi:
+            self._no(pointer, f"minItems {lo} cannot be met (at most {hi} items)")
+            return None
+        if hi is not None:
+            check_limit("repetition", hi, self.limits.repetition, "maxItems")
+        comma = self.item_sep
+        k = len(prefix)
+        if hi == 0:
+            return b.lit("[]")
+        if k == 0:
+            assert rest is not None
+            first, later = self._twice(rest)
+            more = b.rep(b.seq(b.lit(comma), later), max(0, lo - 1), None if hi is None else hi - 1)
+            body = b.seq(first, more)
+        else:
+            tail = b.empty()
+            if rest is not None:
+                tail = b.rep(
+                    b.seq(b.lit(comma), rest), max(0, lo - k), None if hi is None else hi - k
+                )
+            for i in range(k - 1, 0, -1):  # element i (0-based) is the (i+1)-th
+                step = b.seq(b.lit(comma), prefix[i], tail)
+                tail = step if i + 1 <= lo else b.opt(step)
+            body = b.seq(prefix[0], tail)
+        return b.seq(b.lit("["), body if lo > 0 else b.opt(body), b.lit("]"))
+
+    # ---- sharing ------------------------------------------------------------------------------
+
+    def _size(self, root: int) -> int:
+        count, stack = 0, [root]
+        nodes = self.grammar.nodes
+        while stack and count <= _SHARE_ABOVE:
+            count += 1
+            stack.extend(nodes[stack.pop()].children)
+        return count
+
+    def _copy(self, root: int) -> int:
+        """A fresh copy of the subtree at `root` (post-order, no recursion)."""
+        nodes = self.grammar.nodes
+        order: list[int] = []
+        stack = [root]
+        while stack:
+            i = stack.pop()
+            order.append(i)
+            stack.extend(nodes[i].children)
+        new: dict[int, int] = {}
+        for i in reversed(order):
+            node = nodes[i]
+            new[i] = self.grammar.add(
+                node.kind,
+                node.line,
+                node.column,
+                tuple(new[c] for c in node.children),
+                node.payload,
+            )
+        return new[root]
+
+    def _twice(self, node: int) -> tuple[int, int]:
+        first, second = self._uses(node, 2)
+        return first, second
+
+    def _uses(self, node: int, n: int) -> list[int]:
+        """`n` uses of one lowered value: copies when small, else a helper rule the compiler inlines."""
+        if self._size(node) <= _SHARE_ABOVE or self.grammar.nodes[node].kind == Kind.REF:
+            return [node] + [self._copy(node) for _ in range(n - 1)]
+        self.helpers += 1
+        name = f"shared_{self.helpers}"
+        self.grammar.rules.append(Rule(name, node, 0, 0, pointer=None))
+        return [self.b.ref(name) for _ in range(n)]
+
+
+def lower_schema(
+    schema: object,
+    *,
+    separators: str = "compact",
+    open_objects: bool = False,
+    max_depth: int = DEFAULT_MAX_DEPTH,
+    limits: Limits,
+    source_sha256: str = "",
+) -> Grammar:
+    """Lower a parsed schema (object or boolean) to a grammar whose start rule is `root`."""
+    grammar = Lowering(
+        schema, separators=separators, open_objects=open_objects, max_depth=max_depth, limits=limits
+    ).run()
+    grammar.source_sha256 = source_sha256
+    return grammar
+
+
+__all__ = [
+    "lower_schema",
+    "Lowering",
+    "SEPARATORS",
+    "ANY_RULE",
+    "DEFAULT_MAX_DEPTH",
+    "escape_token",
+]

@@ -1,0 +1,147 @@
+"""Older-draft spellings rewritten to their 2020-12 meaning, one schema object at a time.
+
+A *view* maps each keyword of one schema object to `(value, pointer)`, where `pointer` is the
+JSON pointer of the value in the original document. References keep pointing into the
+original document, so a view never moves anything: `definitions` stays where it is and is
+reached through `$ref` like `$defs`, array-form `items` becomes `prefixItems` whose entries
+still carry their `/items/N` pointers.
+"""
+
+from __future__ import annotations
+
+import re
+
+from trgc.errors import TrgcError
+
+Entry = tuple[object, str]
+View = dict[str, Entry]
+
+# drafts by the year-ish number trgc uses internally
+DRAFT_04, DRAFT_06, DRAFT_07, DRAFT_2019, DRAFT_2020 = 4, 6, 7, 2019, 2020
+
+_DRAFT_URI = re.compile(
+    r"^(?:https?://)?json-schema\.org/(draft-0[467]/schema|draft/2019-09/schema|draft/2020-12/schema)#?$"
+)
+_DRAFTS = {
+    "draft-04/schema": DRAFT_04,
+    "draft-06/schema": DRAFT_06,
+    "draft-07/schema": DRAFT_07,
+    "draft/2019-09/schema": DRAFT_2019,
+    "draft/2020-12/schema": DRAFT_2020,
+}
+
+ANNOTATIONS = frozenset(
+    {
+        "title",
+        "description",
+        "default",
+        "examples",
+        "$comment",
+        "deprecated",
+        "readOnly",
+        "writeOnly",
+        "$schema",
+        "$id",
+        "id",
+    }
+)
+CONTAINERS = frozenset({"$defs", "definitions"})
+
+
+def escape_token(token: str) -> str:
+    """One JSON pointer reference token (RFC 6901)."""
+    return token.replace("~", "~0").replace("/", "~1")
+
+
+def child(pointer: str, *tokens: object) -> str:
+    return pointer + "".join("/" + escape_token(str(t)) for t in tokens)
+
+
+def detect_draft(root: object) -> int:
+    """The draft named by the root `$schema` (2020-12 when absent)."""
+    if not isinstance(root, dict) or "$schema" not in root:
+        return DRAFT_2020
+    uri = root["$schema"]
+    if not isinstance(uri, str):
+        raise TrgcError(
+            "E_SCHEMA_INVALID",
+            f"$schema must be a string, got {type(uri).__name__}",
+            pointer="/$schema",
+        )
+    match = _DRAFT_URI.match(uri.strip())
+    if match:
+        return _DRAFTS[match.group(1)]
+    raise TrgcError(
+        "E_UNSUPPORTED_KEYWORD",
+        f"$schema {uri!r} is not a meta-schema trj-1 reads",
+        pointer="/$schema",
+        hint="trj-1 reads the official draft-04, draft-06, draft-07, 2019-09 and 2020-12 meta-schemas",
+        details={"keyword": "$schema"},
+    )
+
+
+def view(schema: dict, pointer: str, draft: int) -> View:
+    """The 2020-12 reading of one schema object."""
+    out: View = {}
+    if "$ref" in schema and draft <= DRAFT_07:
+        # draft-04..07: "All other properties in a "$ref" object MUST be ignored."
+        for key in ("$ref", *sorted(CONTAINERS & schema.keys())):
+            out[key] = (schema[key], child(pointer, key))
+        return out
+    for key, value in schema.items():
+        out[key] = (value, child(pointer, key))
+    if "id" in out:
+        if "$id" not in out:
+            out["$id"] = out["id"]
+        del out["id"]
+    for keyword, bound in (("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")):
+        flag = schema.get(keyword)
+        if isinstance(flag, bool):  # draft-04: a modifier of minimum/maximum
+            del out[keyword]
+            if flag and bound in out:
+                out[keyword] = out.pop(bound)
+    items = schema.get("items")
+    if isinstance(items, list):  # draft-04..2019 tuple validation
+        if "prefixItems" in schema:
+            raise TrgcError(
+                "E_SCHEMA_INVALID",
+                "array-form items together with prefixItems",
+                pointer=child(pointer, "items"),
+            )
+        out["prefixItems"] = out.pop("items")
+        if "additionalItems" in out:
+            out["items"] = out.pop("additionalItems")
+    elif "additionalItems" in out:
+        # additionalItems has no effect unless items is an array
+        del out["additionalItems"]
+    _index_children(out)
+    return out
+
+
+SCHEMA_MAPS = ("properties",)
+SCHEMA_LISTS = ("prefixItems", "anyOf", "oneOf", "allOf")
+
+
+def _index_children(out: View) -> None:
+    """Replace container values by their members paired with pointers: {name: (schema, ptr)} / [(schema, ptr)]."""
+    for key in SCHEMA_MAPS:
+        if key in out:
+            value, ptr = out[key]
+            if not isinstance(value, dict):
+                raise TrgcError(
+                    "E_SCHEMA_INVALID", f"{key} must be an object of schemas", pointer=ptr
+                )
+            out[key] = ({name: (sub, child(ptr, name)) for name, sub in value.items()}, ptr)
+    for key in SCHEMA_LISTS:
+        if key in out:
+            value, ptr = out[key]
+            if not isinstance(value, list) or not value:
+                raise TrgcError(
+                    "E_SCHEMA_INVALID", f"{key} must be a non-empty array of schemas", pointer=ptr
+                )
+            out[key] = ([(sub, child(ptr, i)) for i, sub in enumerate(value)], ptr)
+
+
+def assertion_keys(v: View) -> list[str]:
+    """The keywords of a view that constrain values (not annotations, not containers)."""
+    return [k for k in v if k not in ANNOTATIONS and k not in CONTAINERS]

@@ -1,0 +1,237 @@
+"""JSON strings as byte grammars: the general string, counted bodies, key sets and formats.
+
+A string body is a sequence of *units*, one per Unicode code point: a raw scalar (anything but
+`"`, `\\` and the C0 controls, encoded as UTF-8 by the class), a short escape, a `\\uXXXX` escape
+of a non-surrogate, or a `\\uD8xx\\uDCxx` surrogate pair (one code point). Lone surrogates are
+not expressible, so every accepted string decodes to valid Unicode. `minLength`/`maxLength`
+count code points, which is exactly a repetition count over units.
+
+Canonical strings (what `json.dumps(..., ensure_ascii=False)` writes) escape only `"`, `\\` and
+the controls; member names of open objects use that canonical spelling so that a declared name
+cannot reappear under another spelling.
+"""
+
+from __future__ import annotations
+
+from trgc.grammar.schema.nodes import MAX_SCALAR, Builder, subtract_ranges
+
+RAW_RANGES: tuple[tuple[int, int], ...] = ((0x20, 0x21), (0x23, 0x5B), (0x5D, MAX_SCALAR))
+HEX = ((ord("0"), ord("9")), (ord("A"), ord("F")), (ord("a"), ord("f")))
+SHORT_ESCAPES = {
+    '"': '\\"',
+    "\\": "\\\\",
+    "\b": "\\b",
+    "\f": "\\f",
+    "\n": "\\n",
+    "\r": "\\r",
+    "\t": "\\t",
+}
+
+
+def canonical_char(c: str) -> str:
+    """How `json.dumps(ensure_ascii=False)` writes one character inside a string."""
+    if c in SHORT_ESCAPES:
+        return SHORT_ESCAPES[c]
+    if ord(c) < 0x20:
+        return f"\\u{ord(c):04x}"
+    return c
+
+
+def canonical_string(text: str) -> str:
+    """The canonical JSON spelling of a string, quotes included."""
+    return '"' + "".join(canonical_char(c) for c in text) + '"'
+
+
+def _hex(b: Builder, n: int = 1) -> int:
+    return b.rep(b.cls(HEX), n, n)
+
+
+def unit(b: Builder) -> int:
+    """One code point of a JSON string body, in any valid spelling."""
+    non_surrogate = b.alt(
+        b.seq(
+            b.cls([(0x30, 0x39), (0x41, 0x43), (0x61, 0x63), (0x45, 0x46), (0x65, 0x66)]),
+            _hex(b, 3),
+        ),
+        b.seq(b.chars("Dd"), b.cls([(0x30, 0x37)]), _hex(b, 2)),
+    )
+    pair = b.seq(
+        b.chars("Dd"),
+        b.chars("89ABab"),
+        _hex(b, 2),
+        b.lit("\\u"),
+        b.chars("Dd"),
+        b.cls([(ord("C"), ord("F")), (ord("c"), ord("f"))]),
+        _hex(b, 2),
+    )
+    escape = b.seq(
+        b.lit("\\"), b.alt(b.chars('"\\/bfnrt'), b.seq(b.lit("u"), b.alt(non_surrogate, pair)))
+    )
+    return b.alt(b.cls(RAW_RANGES), escape)
+
+
+def string(b: Builder, min_length: int = 0, max_length: int | None = None) -> int:
+    """A quoted JSON string of `min_length..max_length` code points."""
+    return b.seq(b.lit('"'), b.rep(unit(b), min_length, max_length), b.lit('"'))
+
+
+def _canonical_units_except(b: Builder, excluded: set[str]) -> int | None:
+    """One canonical unit whose character is not in `excluded` (None if nothing is left)."""
+    raw_excluded = [(ord(c), ord(c)) for c in excluded if canonical_char(c) == c]
+    ranges = subtract_ranges(RAW_RANGES, raw_excluded)
+    options = [b.cls(ranges)] if ranges else []
+    for code in range(0x20):
+        c = chr(code)
+        if c not in excluded:
+            options.append(b.lit(canonical_char(c)))
+    for c in ('"', "\\"):
+        if c not in excluded:
+            options.append(b.lit(canonical_char(c)))
+    if not options:
+        return None
+    return b.alt(*options)
+
+
+def _canonical_unit(b: Builder) -> int:
+    node = _canonical_units_except(b, set())
+    assert node is not None
+    return node
+
+
+def key_other_than(b: Builder, names: list[str]) -> int:
+    """A canonical quoted member name that is none of `names`.
+
+    Built from the trie of the names without recursion: a trie node either ends the name (if
+    it is not itself a declared name), continues along a child, or leaves the trie with any
+    other unit followed by any canonical units.
+    """
+    children: list[dict[str, int]] = [{}]
+    terminal: list[bool] = [False]
+    for name in names:
+        node = 0
+        for c in name:
+            nxt = children[node].get(c)
+            if nxt is None:
+                nxt = len(children)
+                children[node][c] = nxt
+                children.append({})
+                terminal.append(False)
+            node = nxt
+        terminal[node] = True
+    built: list[int | None] = [None] * len(children)
+    for node in range(len(children) - 1, -1, -1):  # children have larger numbers than parents
+        options: list[int] = []
+        if not terminal[node]:
+            options.append(b.empty())
+        for c in sorted(children[node]):
+            sub = built[children[node][c]]
+            if sub is not None:
+                options.append(b.seq(b.lit(canonical_char(c)), sub))
+        leave = _canonical_units_except(b, set(children[node]))
+        if leave is not None:
+            options.append(b.seq(leave, b.rep(_canonical_unit(b), 0, None)))
+        built[node] = b.alt(*options) if options else None
+    body = built[0]
+    assert body is not None  # the empty trie root always has a way out
+    return b.seq(b.lit('"'), body, b.lit('"'))
+
+
+# ---- formats: shape only (RFC 3339 dates and times, RFC 4122 UUID text) --------------------
+
+FORMAT_LENGTHS: dict[str, tuple[int, int | None]] = {
+    "date": (10, 10),
+    "time": (9, None),
+    "date-time": (20, None),
+    "uuid": (36, 36),
+}
+
+
+def _digits(b: Builder, lo: str, hi: str) -> int:
+    return b.cls([(ord(lo), ord(hi))])
+
+
+def _two(
+    b: Builder, first_lo: str, first_hi: str, second_lo: str = "0", second_hi: str = "9"
+) -> int:
+    return b.seq(_digits(b, first_lo, first_hi), _digits(b, second_lo, second_hi))
+
+
+def _year(b: Builder) -> int:
+    return b.rep(_digits(b, "0", "9"), 4, 4)
+
+
+def _leap_year(b: Builder) -> int:
+    """Four-digit years divisible by 4, except centuries not divisible by 400."""
+    div4 = b.alt(b.seq(b.chars("02468"), b.chars("048")), b.seq(b.chars("13579"), b.chars("26")))
+    nonzero_div4 = b.alt(
+        b.seq(b.chars("02468"), b.chars("48")),
+        b.seq(b.chars("2468"), b.lit("0")),
+        b.seq(b.chars("13579"), b.chars("26")),
+    )
+    return b.alt(b.seq(_two(b, "0", "9"), nonzero_div4), b.seq(div4, b.lit("00")))
+
+
+def date(b: Builder) -> int:
+    """YYYY-MM-DD with the real number of days per month (29 February only in leap years)."""
+    day_1_28 = b.alt(
+        b.seq(b.lit("0"), _digits(b, "1", "9")),
+        b.seq(b.lit("1"), _digits(b, "0", "9")),
+        b.seq(b.lit("2"), _digits(b, "0", "8")),
+    )
+    any_month = b.alt(
+        b.seq(b.lit("0"), _digits(b, "1", "9")), b.seq(b.lit("1"), _digits(b, "0", "2"))
+    )
+    thirty = b.alt(
+        b.lit("01"),
+        b.seq(b.lit("0"), _digits(b, "3", "9")),
+        b.seq(b.lit("1"), _digits(b, "0", "2")),
+    )
+    thirty_one = b.alt(
+        b.lit("01"), b.lit("03"), b.lit("05"), b.lit("07"), b.lit("08"), b.lit("10"), b.lit("12")
+    )
+    common = b.seq(
+        _year(b),
+        b.lit("-"),
+        b.alt(
+            b.seq(any_month, b.lit("-"), day_1_28),
+            b.seq(thirty, b.lit("-"), b.alt(b.lit("29"), b.lit("30"))),
+            b.seq(thirty_one, b.lit("-31")),
+        ),
+    )
+    return b.alt(common, b.seq(_leap_year(b), b.lit("-02-29")))
+
+
+def time(b: Builder) -> int:
+    """HH:MM:SS[.fraction](Z|+HH:MM|-HH:MM); no leap second."""
+    hour = b.alt(_two(b, "0", "1"), _two(b, "2", "2", "0", "3"))
+    minute = _two(b, "0", "5")
+    second = _two(b, "0", "5")
+    fraction = b.opt(b.seq(b.lit("."), b.rep(_digits(b, "0", "9"), 1, None)))
+    offset_hour = b.alt(_two(b, "0", "1"), _two(b, "2", "2", "0", "3"))
+    offset = b.alt(b.lit("Z"), b.seq(b.chars("+-"), offset_hour, b.lit(":"), _two(b, "0", "5")))
+    return b.seq(hour, b.lit(":"), minute, b.lit(":"), second, fraction, offset)
+
+
+def uuid(b: Builder) -> int:
+    groups = [_hex(b, n) for n in (8, 4, 4, 4, 12)]
+    items: list[int] = []
+    for i, g in enumerate(groups):
+        if i:
+            items.append(b.lit("-"))
+        items.append(g)
+    return b.seq(*items)
+
+
+def formatted_string(b: Builder, fmt: str) -> int:
+    """A quoted string of the given format's shape (raw ASCII characters only)."""
+    if fmt == "date":
+        body = date(b)
+    elif fmt == "time":
+        body = time(b)
+    elif fmt == "date-time":
+        body = b.seq(date(b), b.lit("T"), time(b))
+    elif fmt == "uuid":
+        body = uuid(b)
+    else:
+        raise ValueError(fmt)
+    return b.seq(b.lit('"'), body, b.lit('"'))

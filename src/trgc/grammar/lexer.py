@@ -23,11 +23,12 @@ CLASS = "class"
 PUNCT = "punct"
 EOF = "eof"
 
-PUNCTUATION = ("::=", ";", "|", "(", ")", "?", "*", "+", "{", "}", ",")
-
 _SKIP_RE = re.compile(r"(?:[ \t\r\n]+|#[^\n]*)+")
-_IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_NUMBER_RE = re.compile(r"[0-9]+")
+# identifiers, numbers, directives and punctuation; the group name is the token kind
+_TOKEN_RE = re.compile(
+    r"(?P<ident>[A-Za-z_][A-Za-z0-9_]*)|(?P<number>[0-9]+)"
+    r"|%(?P<directive>[A-Za-z_][A-Za-z0-9_]*)|(?P<punct>::=|[;|()?*+{},])"
+)
 _PLAIN_STRING_RE = re.compile(r'[^"\\\n]+')
 _HEX2_RE = re.compile(r"[0-9a-fA-F]{2}")
 _UNICODE_RE = re.compile(r"\{([0-9a-fA-F]{1,6})\}")
@@ -115,29 +116,20 @@ class Lexer:
             value, end = self._class(i)
             self.pos = end
             return Token(CLASS, text[i:end], line, column, i, value)
-        m = _IDENT_RE.match(text, i)
+        m = _TOKEN_RE.match(text, i)
         if m:
             self.pos = m.end()
-            return Token(IDENT, m.group(), line, column, i)
-        m = _NUMBER_RE.match(text, i)
-        if m:
-            self.pos = m.end()
-            return Token(NUMBER, m.group(), line, column, i)
+            kind = m.lastgroup
+            if kind == DIRECTIVE:
+                return Token(DIRECTIVE, m.group(DIRECTIVE), line, column, i)
+            return Token(kind, m.group(), line, column, i)
         if c == "%":
-            m = _IDENT_RE.match(text, i + 1)
-            if not m:
-                raise self.error(
-                    "E_SYNTAX",
-                    "expected a directive name after '%'",
-                    i,
-                    "directives: %trg, %start, %max_depth",
-                )
-            self.pos = m.end()
-            return Token(DIRECTIVE, m.group(), line, column, i)
-        for punct in PUNCTUATION:
-            if text.startswith(punct, i):
-                self.pos = i + len(punct)
-                return Token(PUNCT, punct, line, column, i)
+            raise self.error(
+                "E_SYNTAX",
+                "expected a directive name after '%'",
+                i,
+                "directives: %trg, %start, %max_depth",
+            )
         hint = None
         if c == "\ufeff":
             hint = "remove the byte order mark; trg-1 sources are plain UTF-8"

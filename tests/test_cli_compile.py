@@ -148,14 +148,15 @@ def test_compile_missing_source(tmp_path):
 def test_json_source_dispatches_to_schema_compiler(tmp_path, monkeypatch):
     calls = []
 
-    def compile_schema(data, *, limits):
+    def compile_schema(data, *, limits, source):
         calls.append(data)
+        assert source in (str(schema), "<stdin>")
         return brackets()
 
+    schema = tmp_path / "s.json"
     module = types.ModuleType("trgc.artifact.build_schema")
     module.compile_schema = compile_schema
     monkeypatch.setitem(sys.modules, "trgc.artifact.build_schema", module)
-    schema = tmp_path / "s.json"
     schema.write_text('{"type": "integer"}', encoding="utf-8")
     result = run("compile", str(schema))
     assert result.exit_code == 0
@@ -335,3 +336,23 @@ def test_compile_compiled_bytes_limit(tmp_path, grammar):
     result = run("compile", str(grammar), "-o", str(out), "--limit", "compiled_bytes=200")
     assert result.exit_code == 3 and "E_LIMIT_COMPILED_BYTES" in result.stderr
     assert not out.exists()
+
+
+def test_compile_real_schema(tmp_path):
+    schema = tmp_path / "point.json"
+    schema.write_text(
+        '{"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}'
+    )
+    out = tmp_path / "point.trga"
+    result = run("compile", str(schema), "-o", str(out))
+    assert result.exit_code == 0 and SHA_LINE.match(result.stdout)
+    assert run("check", str(out), "-", input=b'{"x":-7}').exit_code == 0
+    assert run("check", str(out), "-", input=b'{"x":1.5}').exit_code == 1
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"type": "integer", "frobnicate": 1}')
+    result = run("compile", str(bad))
+    assert (
+        result.exit_code == 2
+        and "E_UNSUPPORTED_KEYWORD" in result.stderr
+        and str(bad) in result.stderr
+    )

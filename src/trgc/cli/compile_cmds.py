@@ -59,7 +59,7 @@ def compile_source(path: str, data: bytes, *, limits, strict: bool):
                 "JSON Schema sources are not supported by this build of trgc",
                 source=source,
             ) from None
-        return compile_schema(data, limits=limits)
+        return compile_schema(data, limits=limits, source=source)
     from trgc.artifact.build import compile_grammar
 
     return compile_grammar(data, limits=limits, strict=strict, source=source)

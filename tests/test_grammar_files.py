@@ -142,4 +142,12 @@ def test_json_nesting_is_bounded_by_max_depth():
     art = artifact("json")
     assert art.max_depth == 64
     assert check(art, b"[" * 31 + b"]" * 31).accepted
-    assert not check(art, b"[" * 40 + b"]" * 40).accepted
+    assert check(art, b'{"a":' * 31 + b"1" + b"}" * 31).accepted
+    assert not check(art, b"[" * 32 + b"]" * 32).accepted
+    assert not check(art, b'{"a":' * 32 + b"1" + b"}" * 32).accepted
+
+
+def test_arith_nesting_matches_its_comment():
+    art = artifact("arith")
+    assert check(art, b"(" * 41 + b"1" + b")" * 41).accepted
+    assert not check(art, b"(" * 42 + b"1" + b")" * 42).accepted

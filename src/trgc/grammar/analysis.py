@@ -356,98 +356,36 @@ class _Context:
 
     def structure(self, node_nullable: list[bool], reachable: list[bool], strict: bool) -> None:
         grammar = self.grammar
-        nodes = grammar.nodes
-        errors: list[TrgcError] = []
-        # leftmost and "alone" references of every node, children first
-        left: dict[int, frozenset[int]] = {}
-        alone: dict[int, frozenset[int]] = {}
-        empty: frozenset[int] = frozenset()
-        for r, order in enumerate(self.orders):
-            rule = grammar.rules[r]
-            for i in order:
-                node = nodes[i]
-                kind = node.kind
-                if kind == Kind.REF:
-                    left[i] = alone[i] = frozenset((self.rule_index[node.payload],))
-                elif kind == Kind.SEQ:
-                    kids = node.children
-                    lset: set[int] = set()
-                    for c in kids:
-                        lset |= left[c]
-                        if not node_nullable[c]:
-                            break
-                    n_hard = sum(1 for c in kids if not node_nullable[c])
-                    aset: set[int] = set()
-                    for c in kids:
-                        if n_hard == 0 or (n_hard == 1 and not node_nullable[c]):
-                            aset |= alone[c]
-                    self.budget.charge(len(kids) + len(lset) + len(aset), "grammar analysis")
-                    left[i], alone[i] = frozenset(lset), frozenset(aset)
-                elif kind == Kind.ALT:
-                    lset, aset = set(), set()
-                    for c in node.children:
-                        lset |= left[c]
-                        aset |= alone[c]
-                    self.budget.charge(
-                        len(node.children) + len(lset) + len(aset), "grammar analysis"
-                    )
-                    left[i], alone[i] = frozenset(lset), frozenset(aset)
-                elif kind == Kind.REPEAT:
-                    lo, hi = node.payload
-                    child = node.children[0]
-                    if hi is None and node_nullable[child]:
-                        errors.append(
-                            self.error(
-                                "E_NULLABLE_REPETITION",
-                                f"rule {rule.name!r}: an unbounded repetition of an item that can match "
-                                "the empty string (the number of repetitions would be ambiguous)",
-                                node,
-                                rule,
-                                "make the repeated item consume input, e.g. write x* instead of (x?)*",
-                            )
-                        )
-                    if hi == 0:
-                        left[i] = alone[i] = empty
-                    else:
-                        left[i] = left[child]
-                        alone[i] = alone[child] if lo <= 1 or node_nullable[child] else empty
-                else:
-                    left[i] = alone[i] = empty
-        n = len(grammar.rules)
-        alone_graph = [tuple(sorted(alone[rule.body])) for rule in grammar.rules]
-        left_graph = [tuple(sorted(left[rule.body])) for rule in grammar.rules]
-        on_nullable_cycle = [False] * n
-        for comp, cycle in self._cycles(alone_graph):
+        errors = self._nullable_repetitions(node_nullable)
+        left, alone = self._leading_refs(node_nullable)
+        on_nullable_cycle = [False] * len(grammar.rules)
+        for comp, cycle in self._cycles(alone):
             for r in comp:
                 on_nullable_cycle[r] = True
-            rule = grammar.rules[cycle[0]]
             path = " -> ".join(grammar.rules[r].name for r in cycle)
             errors.append(
-                self.error(
+                self._cycle_error(
                     "E_NULLABLE_CYCLE",
                     f"nullable cycle: {path} can derive itself without consuming input",
-                    rule,
-                    rule,
+                    cycle,
+                    alone,
                     "make some step of the cycle consume input",
                 )
             )
-            errors[-1].details["cycle"] = [grammar.rules[r].name for r in cycle]
-        for comp, cycle in self._cycles(left_graph):
+        for comp, cycle in self._cycles(left):
             if any(on_nullable_cycle[r] for r in comp):
-                continue
-            rule = grammar.rules[cycle[0]]
+                continue  # already reported as the more specific nullable cycle
             path = " -> ".join(grammar.rules[r].name for r in cycle)
             kind = "direct" if len(cycle) == 2 else "indirect"
             errors.append(
-                self.error(
+                self._cycle_error(
                     "E_LEFT_RECURSION",
                     f"{kind} left recursion: {path} (a rule reaches itself before consuming input)",
-                    rule,
-                    rule,
+                    cycle,
+                    left,
                     'rewrite it as repetition, e.g. a ::= a "x" | "y" becomes a ::= "y" "x"*',
                 )
             )
-            errors[-1].details["cycle"] = [grammar.rules[r].name for r in cycle]
         if strict:
             for r, rule in enumerate(grammar.rules):
                 if not reachable[r]:
@@ -463,8 +401,99 @@ class _Context:
         errors.sort(key=_error_position)
         self.raise_collected(errors)
 
-    def _cycles(self, graph: list[tuple[int, ...]]) -> list[tuple[tuple[int, ...], list[int]]]:
-        """Each cyclic component of `graph` with one shortest cycle through its smallest rule."""
+    def _nullable_repetitions(self, node_nullable: list[bool]) -> list[TrgcError]:
+        """Unbounded repetitions of a nullable item, in rule order."""
+        nodes = self.grammar.nodes
+        errors = []
+        for r, order in enumerate(self.orders):
+            rule = self.grammar.rules[r]
+            for i in order:
+                node = nodes[i]
+                if (
+                    node.kind == Kind.REPEAT
+                    and node.payload[1] is None
+                    and node_nullable[node.children[0]]
+                ):
+                    errors.append(
+                        self.error(
+                            "E_NULLABLE_REPETITION",
+                            f"rule {rule.name!r}: an unbounded repetition of an item that can match "
+                            "the empty string (the number of repetitions would be ambiguous)",
+                            node,
+                            rule,
+                            "make the repeated item consume input, e.g. write x* instead of (x?)*",
+                        )
+                    )
+        return errors
+
+    def _leading_refs(
+        self, node_nullable: list[bool]
+    ) -> tuple[list[dict[int, int]], list[dict[int, int]]]:
+        """Per rule: the rules it can reach first (`left`) and alone (`alone`).
+
+        `left[r]` maps each rule s with r => alpha s beta, alpha nullable, to one REF node of
+        r's body witnessing it; `alone[r]` the same with beta nullable too. Cycles in `alone`
+        are nullable cycles, cycles in `left` are left recursion. Computed children first
+        over the postorders; dicts keep the first witness in source order.
+        """
+        nodes = self.grammar.nodes
+        left: dict[int, dict[int, int]] = {}
+        alone: dict[int, dict[int, int]] = {}
+        for order in self.orders:
+            for i in order:
+                node = nodes[i]
+                kind = node.kind
+                lmap: dict[int, int] = {}
+                amap: dict[int, int] = {}
+                if kind == Kind.REF:
+                    lmap[self.rule_index[node.payload]] = i
+                    amap = lmap
+                elif kind == Kind.SEQ:
+                    kids = node.children
+                    for c in kids:
+                        for s, w in left[c].items():
+                            lmap.setdefault(s, w)
+                        if not node_nullable[c]:
+                            break
+                    n_hard = sum(1 for c in kids if not node_nullable[c])
+                    for c in kids:
+                        if n_hard == 0 or (n_hard == 1 and not node_nullable[c]):
+                            for s, w in alone[c].items():
+                                amap.setdefault(s, w)
+                    self.budget.charge(len(kids) + len(lmap) + len(amap), "grammar analysis")
+                elif kind == Kind.ALT:
+                    for c in node.children:
+                        for s, w in left[c].items():
+                            lmap.setdefault(s, w)
+                        for s, w in alone[c].items():
+                            amap.setdefault(s, w)
+                    self.budget.charge(
+                        len(node.children) + len(lmap) + len(amap), "grammar analysis"
+                    )
+                elif kind == Kind.REPEAT:
+                    lo, hi = node.payload
+                    child = node.children[0]
+                    if hi != 0:
+                        lmap = left[child]
+                        if lo <= 1 or node_nullable[child]:
+                            amap = alone[child]
+                left[i], alone[i] = lmap, amap
+        bodies = [rule.body for rule in self.grammar.rules]
+        return [left[b] for b in bodies], [alone[b] for b in bodies]
+
+    def _cycle_error(
+        self, code: str, message: str, cycle: list[int], edges: list[dict[int, int]], hint: str
+    ) -> TrgcError:
+        """An error at the reference that starts `cycle`, with the cycle's rule names."""
+        rules = self.grammar.rules
+        ref = self.grammar.nodes[edges[cycle[0]][cycle[1]]]
+        err = self.error(code, message, ref, rules[cycle[0]], hint)
+        err.details["cycle"] = [rules[r].name for r in cycle]
+        return err
+
+    def _cycles(self, edges: list[dict[int, int]]) -> list[tuple[tuple[int, ...], list[int]]]:
+        """Each cyclic component of a rule graph with one shortest cycle through its smallest rule."""
+        graph = [tuple(sorted(e)) for e in edges]
         out = []
         for comp in strongly_connected(graph, self.budget):
             first = comp[0]

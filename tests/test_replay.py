@@ -312,3 +312,26 @@ def test_eos_is_advanced_and_terminates(tmp_path):
     _, result = run(tmp_path, constraint=constraint)
     assert result.completed and constraint.terminated and result.end["config"] == "terminated"
     assert EOS_ID not in result.tokens
+
+
+def test_intervention_metric_is_the_mean_of_step_values(tmp_path):
+    constraint = FakeConstraint()
+    source = RandomLogits(2, VOCAB.vocab_size)
+    path, result = run(tmp_path, source, seed=2, temperature=0.9)
+    steps = read_trace(path).steps
+    # recompute each step's value from the logits the model gave: max over the whole vocabulary
+    tokens: list[int] = []
+    values = []
+    for step in steps:
+        logits = source(step["step"], tokens)
+        if step["intervention"] is not None:
+            assert step["intervention"] == float(np.nanmax(logits) - logits[step["token"]])
+            values.append(step["intervention"])
+        if step["token"] is not None and step["token"] != EOS_ID:
+            tokens.append(step["token"])
+            constraint.advance(step["token"])
+    total = 0.0
+    for value in values:
+        total += value
+    assert result.end["intervention"] == total / len(values)
+    assert result.end["intervention_steps"] == len(values) > 0

@@ -168,3 +168,29 @@ def test_utf8_stream_shows_complete_scalars_only():
     assert stream.pending() == b"\xc3"
     assert stream.feed(b"\xa9,") == "é,"
     assert stream.feed(b"\xe2\x82") == "" and stream.feed(b"\xac") == "€"
+
+
+def test_stats_distribution_and_aggregate(tmp_path):
+    from trgc.decode.stats import distribution, trace_stats
+
+    d = distribution([float(v) for v in range(100, 0, -1)])
+    assert (d["count"], d["min"], d["p50"], d["p90"], d["p99"], d["max"], d["mean"]) == (
+        100,
+        1.0,
+        50.0,
+        90.0,
+        99.0,
+        100.0,
+        50.5,
+    )
+    assert distribution([])["p50"] is None
+    traces = []
+    for seed in range(3):
+        sub = tmp_path / str(seed)
+        sub.mkdir()
+        traces.append(read_trace(make_trace(sub, seed=seed)))
+    doc = trace_stats(traces)
+    assert doc["runs"] == 3 and doc["steps"] == sum(len(t.steps) for t in traces)
+    assert sum(doc["stop_reasons"].values()) == 3
+    assert doc["allowed_set_size"]["max"] == max(s["allowed"] for t in traces for s in t.steps)
+    assert doc["cache_hit_rate"] == 0.0 and doc["cache_observed_steps"] == doc["steps"]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import re
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -324,6 +326,24 @@ def test_empty_class(src):
 def test_unexpected_character():
     err = fails(HEAD + "a ::= 'x' ;", "E_SYNTAX", 2, 7)
     assert "double quotes" in err.hint
+
+
+def test_slash_comment_is_rejected_with_a_hint():
+    err = fails(HEAD + 'a ::= "x" ; // note', "E_SYNTAX", 2, 13)
+    assert "#" in err.hint
+
+
+def test_every_front_end_and_analysis_code_is_documented():
+    root = Path(__file__).resolve().parents[1]
+    raised: set[str] = set()
+    for name in ("lexer.py", "parser.py", "analysis.py"):
+        text = (root / "src/trgc/grammar" / name).read_text(encoding="utf-8")
+        raised |= set(re.findall(r'"(E_[A-Z0-9_]+)"', text))
+    raised -= {"E_LIMIT_"}  # the prefix test in the parser's error collection
+    raised |= {"E_LIMIT_INPUT_BYTES", "E_LIMIT_NESTING", "E_LIMIT_REPETITION", "E_LIMIT_MAX_DEPTH"}
+    doc = (root / "docs/trg-1.md").read_text(encoding="utf-8")
+    assert len(raised) > 25
+    assert sorted(code for code in raised if f"`{code}`" not in doc) == []
 
 
 def test_byte_order_mark_is_rejected():

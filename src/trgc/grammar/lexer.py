@@ -135,6 +135,8 @@ class Lexer:
             hint = "remove the byte order mark; trg-1 sources are plain UTF-8"
         elif c == ":" or c == "=":
             hint = "rules are written name ::= expression ;"
+        elif c == "/":
+            hint = "comments start with # and run to the end of the line"
         elif c == "'":
             hint = 'string literals use double quotes: "..."'
         raise self.error("E_SYNTAX", f"unexpected character {c!r} (U+{ord(c):04X})", i, hint)

@@ -390,3 +390,12 @@ def test_cli_tool_list_and_template():
     assert run_request(template).result["status"] == "ok"
     result = runner.invoke(app, ["tool", "template", "shell.exec@1.0.0"])
     assert result.exit_code == 2
+
+
+def test_documented_schema_hashes_are_current():
+    page = (Path(__file__).resolve().parents[1] / "docs" / "tool-envelope.md").read_text(
+        encoding="utf-8"
+    )
+    for definition in registry.REGISTRY.values():
+        row = f"| {definition.tool.value} | `{definition.input_sha256}` | `{definition.output_sha256}` |"
+        assert row in page, definition.tool.value

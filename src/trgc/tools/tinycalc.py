@@ -102,7 +102,7 @@ def _describe(source: bytes, pos: int) -> str:
     if pos >= len(source):
         return "the end of the expression"
     byte = source[pos]
-    if 0x21 <= byte <= 0x7E:
+    if 0x20 <= byte <= 0x7E or byte in (0x09, 0x0A, 0x0D):
         return repr(chr(byte))
     return f"byte 0x{byte:02X}"
 

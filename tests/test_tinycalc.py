@@ -266,3 +266,11 @@ def test_cli_reads_stdin_and_bounds_it():
     assert json.loads(result.stdout)["error"]["code"] == "E_LIMIT_INPUT_BYTES"
     result = runner.invoke(app, ["calc", "--", "-5 + 1"])
     assert (result.exit_code, result.stdout) == (0, "-4\n")
+
+
+def test_cli_hashes_the_argument_bytes():
+    result = runner.invoke(app, ["calc", "--json", "1 + é"])
+    assert result.exit_code == 2
+    record = json.loads(result.stdout)
+    assert record["expression_sha256"] == hashlib.sha256("1 + é".encode()).hexdigest()
+    assert record["error"]["offset"] == 4

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -44,9 +45,11 @@ def calc_command(
     parentheses) is exceeded."""
     from trgc.tools import tinycalc
 
-    text: str | bytes = expression
+    # the argument's original bytes (argv that is not UTF-8 arrives surrogate-escaped)
     if expression == "-":
         text = _read_stdin(tinycalc.DEFAULT_CALC_LIMITS.input_bytes)
+    else:
+        text = os.fsencode(expression)
     if as_json:
         record = tinycalc.calc_record(text)
         print_json(record)

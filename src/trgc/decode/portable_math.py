@@ -58,12 +58,16 @@ def exp_portable_array(x: np.ndarray) -> np.ndarray:
     over = x > EXP_OVERFLOW
     inside = ~nan & ~over & (x >= EXP_UNDERFLOW)
     xs = x[inside]
-    k = np.floor(np.add(np.multiply(xs, INV_LN2), 0.5))
-    r = np.subtract(np.subtract(xs, np.multiply(k, LN2_HI)), np.multiply(k, LN2_LO))
+    k = xs * INV_LN2
+    k += 0.5
+    np.floor(k, out=k)
+    r = xs - k * LN2_HI
+    r -= k * LN2_LO
     p = np.full(xs.shape, COEFFICIENTS[DEGREE], dtype=np.float64)
     for n in range(DEGREE - 1, -1, -1):
-        p = np.add(np.multiply(p, r), COEFFICIENTS[n])
-    out[inside] = np.ldexp(p, k.astype(np.int64))
+        p *= r
+        p += COEFFICIENTS[n]
+    out[inside] = np.ldexp(p, k.astype(np.int32))
     out[over] = np.inf
     out[nan] = np.nan
     return out

@@ -218,9 +218,17 @@ def _rank(raw: np.ndarray, eligible: np.ndarray, index: int) -> int:
     return int(better.sum() + tied_before.sum())
 
 
-def _order_desc(weights: np.ndarray, positions: np.ndarray) -> np.ndarray:
-    """`positions` sorted by weight descending, ties by ascending position (= ascending id)."""
-    return positions[np.argsort(-weights[positions], kind="stable")]
+def _top(weights: np.ndarray, m: int) -> np.ndarray:
+    """The first `m` positions with positive weight in the order (weight descending, position
+    ascending) — exactly the prefix a full stable sort would give, found with a partial
+    partition: all weights above the m-th largest, then the tied ones with the smallest ids."""
+    alive = np.flatnonzero(weights > 0)
+    if m < alive.shape[0]:
+        threshold = np.partition(weights[alive], alive.shape[0] - m)[alive.shape[0] - m]
+        above = alive[weights[alive] > threshold]
+        tied = alive[weights[alive] == threshold][: m - above.shape[0]]
+        alive = np.concatenate([above, tied])
+    return alive[np.lexsort((alive, -weights[alive]))][:m]
 
 
 def sample(
@@ -289,16 +297,26 @@ def sample(
     if settings.min_p > 0.0:
         weights[weights < settings.min_p] = 0.0
     # 8. top-k
-    alive = np.flatnonzero(weights > 0)
-    if 0 < settings.top_k < alive.shape[0]:
-        weights[_order_desc(weights, alive)[settings.top_k :]] = 0.0
-    # 9. top-p: the smallest prefix (by weight desc, id asc) holding top_p of the mass
+    if settings.top_k > 0:
+        keep_k = np.zeros(weights.shape[0], dtype=bool)
+        keep_k[_top(weights, settings.top_k)] = True
+        weights[~keep_k] = 0.0
+    # 9. top-p: the shortest prefix (weight desc, id asc) whose running sum reaches top_p
+    # times the total (summed in ascending id order); all tokens if rounding never reaches it
     if settings.top_p < 1.0:
-        alive = np.flatnonzero(weights > 0)
-        order = _order_desc(weights, alive)
-        mass = np.cumsum(weights[order])
-        cut = int(np.flatnonzero(mass >= settings.top_p * mass[-1])[0])
-        weights[order[cut + 1 :]] = 0.0
+        threshold = settings.top_p * float(np.cumsum(weights)[-1])
+        alive = int((weights > 0).sum())
+        m = 256
+        while True:
+            order = _top(weights, m)
+            reached = np.flatnonzero(np.cumsum(weights[order]) >= threshold)
+            if reached.size or m >= alive:
+                break
+            m *= 4
+        if reached.size:
+            keep_p = np.zeros(weights.shape[0], dtype=bool)
+            keep_p[order[: int(reached[0]) + 1]] = True
+            weights[~keep_p] = 0.0
     # 10. normalise: sequential sum in ascending id order
     cumulative = np.cumsum(weights)
     total = float(cumulative[-1])

@@ -216,3 +216,16 @@ def test_step_logits_summary():
     summary = summarize(np.array([1.0, math.nan]), np.array([0]))
     assert summary.outside_max == -math.inf and not summary.outside_posinf
     assert isinstance(summary, StepLogits)
+
+
+def test_partial_top_prefix_equals_full_stable_sort():
+    from trgc.decode.sampler import _top
+
+    rng = np.random.default_rng(5)
+    for trial in range(200):
+        n = int(rng.integers(1, 400))
+        weights = rng.choice([0.0, 0.25, 0.5, 1.0, 0.125], size=n) if trial % 2 else rng.random(n) * (rng.random(n) > 0.3)
+        alive = np.flatnonzero(weights > 0)
+        full = alive[np.argsort(-weights[alive], kind="stable")]
+        for m in (1, 3, 17, 256, 1000):
+            assert np.array_equal(_top(weights, m), full[:m])

@@ -379,3 +379,23 @@ def _node_ids(grammar: Grammar, root: int) -> list[int]:
         out.append(i)
         stack.extend(grammar.nodes[i].children)
     return out
+
+
+def test_nodes_shared_between_rules():
+    g = Grammar()
+    x = g.add(Kind.LITERAL, 1, 1, payload=b"x")
+    ref_n = g.add(Kind.REF, 1, 2, payload="n")
+    shared = g.add(Kind.SEQ, 1, 3, children=(ref_n, ref_n))  # used by a and b, and twice inside
+    g.rules.append(Rule("a", g.add(Kind.SEQ, 1, 4, children=(x, shared)), 1, 1))
+    g.rules.append(Rule("b", g.add(Kind.ALT, 2, 1, children=(shared, x)), 2, 1))
+    g.rules.append(Rule("n", g.add(Kind.REPEAT, 3, 1, children=(x,), payload=(0, 1)), 3, 1))
+    g.start = "a"
+    a = analyze(g, budget=Budget(10_000))
+    assert a.nullable == [False, True, True]
+    assert a.refs == [(2,), (2,), ()]
+    assert a.node_nullable[shared] and a.node_nullable[ref_n] and not a.node_nullable[x]
+    loop = g.add(Kind.REPEAT, 4, 1, children=(shared,), payload=(0, None))
+    g.rules.append(Rule("c", g.add(Kind.SEQ, 4, 2, children=(loop, loop)), 4, 1))
+    with pytest.raises(TrgcError) as info:
+        analyze(g, budget=Budget(10_000))
+    assert [e["code"] for e in info.value.details["errors"]] == ["E_NULLABLE_REPETITION"]

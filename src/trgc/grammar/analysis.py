@@ -23,8 +23,6 @@ from trgc.grammar.ast import Grammar, Kind, Node, Rule
 from trgc.grammar.parser import MAX_ERRORS, RESERVED_NAMES
 from trgc.limits import Budget
 
-_LEAVES = (Kind.EMPTY, Kind.LITERAL, Kind.CLASS, Kind.SPECIAL, Kind.REF)
-
 
 @dataclass(frozen=True)
 class Analysis:
@@ -133,22 +131,23 @@ def _reachable(start: int, refs: list[tuple[int, ...]], budget: Budget) -> list[
     return seen
 
 
-def _postorder(nodes: list[Node], root: int, done: list[bool], budget: Budget) -> list[int]:
-    """Nodes under `root` not yet `done`, children before parents; marks them done."""
+def _postorder(nodes: list[Node], root: int, budget: Budget) -> list[int]:
+    """The nodes under `root`, children before parents, leaves in source order (each once)."""
     order: list[int] = []
+    seen: set[int] = set()
     stack = [(root, False)]
     while stack:
         i, expanded = stack.pop()
         if expanded:
             order.append(i)
             continue
-        if done[i]:
+        if i in seen:
             continue
-        done[i] = True
+        seen.add(i)
         budget.charge(1, "grammar analysis")
         stack.append((i, True))
         for c in reversed(nodes[i].children):
-            if not done[c]:
+            if c not in seen:
                 stack.append((c, False))
     return order
 
@@ -160,8 +159,9 @@ class _Context:
         self.grammar = grammar
         self.budget = budget
         self.rule_index: dict[str, int] = {}
-        # per rule, its body's nodes in postorder (each node listed under the first rule using it)
+        # per rule, its body's nodes in postorder; the root is last
         self.orders: list[list[int]] = []
+        self.target: dict[int, int] = {}  # REF node -> referenced rule
 
     def error(
         self,
@@ -224,14 +224,15 @@ class _Context:
             else:
                 index[rule.name] = i
         names = sorted(index)
-        done = [False] * len(nodes)
         refs: list[tuple[int, ...]] = []
         for rule in grammar.rules:
-            order = _postorder(nodes, rule.body, done, self.budget)
+            order = _postorder(nodes, rule.body, self.budget)
             self.orders.append(order)
             targets: set[int] = set()
-            for n in self._refs_under(rule.body):
+            for n in order:
                 node = nodes[n]
+                if node.kind != Kind.REF:
+                    continue
                 target = index.get(node.payload)
                 if target is None:
                     close = difflib.get_close_matches(node.payload, names, n=1)
@@ -247,6 +248,7 @@ class _Context:
                         )
                     )
                 else:
+                    self.target[n] = target
                     targets.add(target)
             refs.append(tuple(sorted(targets)))
         start = index.get(grammar.start if grammar.start is not None else grammar.rules[0].name)
@@ -264,24 +266,6 @@ class _Context:
         self.rule_index = index
         return index, refs, start
 
-    def _refs_under(self, root: int) -> list[int]:
-        """REF nodes under `root` in source order (each shared node once per rule)."""
-        nodes = self.grammar.nodes
-        out: list[int] = []
-        seen: set[int] = set()
-        stack = [root]
-        while stack:
-            i = stack.pop()
-            if i in seen:
-                continue
-            seen.add(i)
-            self.budget.charge(1, "grammar analysis")
-            node = nodes[i]
-            if node.kind == Kind.REF:
-                out.append(i)
-            stack.extend(reversed(node.children))
-        return out
-
     # -- nullability ----------------------------------------------------------------------
 
     def nullability(self, refs: list[tuple[int, ...]]) -> tuple[list[bool], list[bool]]:
@@ -298,6 +282,7 @@ class _Context:
             for s in targets:
                 users[s].append(r)
         nullable = [False] * n_rules
+        node_nullable = [False] * len(grammar.nodes)
         queue = deque(range(n_rules))
         queued = [True] * n_rules
         while queue:
@@ -305,52 +290,36 @@ class _Context:
             queued[r] = False
             if nullable[r]:
                 continue
-            if self._body_nullable(grammar.rules[r].body, nullable):
+            if self._evaluate(self.orders[r], node_nullable, nullable):
                 nullable[r] = True
                 for u in users[r]:
                     if not nullable[u] and not queued[u]:
                         queued[u] = True
                         queue.append(u)
-        node_nullable = [False] * len(grammar.nodes)
-        for order in self.orders:
-            for i in order:
-                node_nullable[i] = self._node_nullable(grammar.nodes[i], node_nullable, nullable)
+        for order in self.orders:  # one final pass: every node from the final rule values
+            self._evaluate(order, node_nullable, nullable)
         return nullable, node_nullable
 
-    def _body_nullable(self, root: int, nullable: list[bool]) -> bool:
+    def _evaluate(self, order: list[int], node_nullable: list[bool], nullable: list[bool]) -> bool:
+        """Recompute the nullability of the nodes of one rule body (in postorder); the root's."""
+        self.budget.charge(len(order), "nullable fixed point")
         nodes = self.grammar.nodes
-        memo: dict[int, bool] = {}
-        stack = [(root, False)]
-        while stack:
-            i, expanded = stack.pop()
-            if i in memo:
-                continue
+        target = self.target
+        for i in order:
             node = nodes[i]
-            if expanded or node.kind in _LEAVES:
-                self.budget.charge(1, "nullable fixed point")
-                memo[i] = self._node_nullable(node, memo, nullable)
-                continue
-            stack.append((i, True))
-            stack.extend((c, False) for c in node.children if c not in memo)
-        return memo[root]
-
-    def _node_nullable(
-        self, node: Node, known: list[bool] | dict[int, bool], nullable: list[bool]
-    ) -> bool:
-        """One node's nullability from its children's (`known`) and the rules' (`nullable`)."""
-        node_nullable = known
-        kind = node.kind
-        if kind == Kind.EMPTY:
-            return True
-        if kind == Kind.REF:
-            return nullable[self.rule_index[node.payload]]
-        if kind == Kind.SEQ:
-            return all(node_nullable[c] for c in node.children)
-        if kind == Kind.ALT:
-            return any(node_nullable[c] for c in node.children)
-        if kind == Kind.REPEAT:
-            return node.payload[0] == 0 or node_nullable[node.children[0]]
-        return False  # LITERAL, CLASS and SPECIAL always consume
+            kind = node.kind
+            if kind == Kind.SEQ:
+                value = all(node_nullable[c] for c in node.children)
+            elif kind == Kind.ALT:
+                value = any(node_nullable[c] for c in node.children)
+            elif kind == Kind.REPEAT:
+                value = node.payload[0] == 0 or node_nullable[node.children[0]]
+            elif kind == Kind.REF:
+                value = nullable[target[i]]
+            else:  # EMPTY matches nothing; LITERAL, CLASS and SPECIAL always consume
+                value = kind == Kind.EMPTY
+            node_nullable[i] = value
+        return node_nullable[order[-1]]
 
     # -- phase 2: structure ---------------------------------------------------------------
 
@@ -405,6 +374,7 @@ class _Context:
         """Unbounded repetitions of a nullable item, in rule order."""
         nodes = self.grammar.nodes
         errors = []
+        reported: set[int] = set()  # a node shared by two rules is reported once
         for r, order in enumerate(self.orders):
             rule = self.grammar.rules[r]
             for i in order:
@@ -413,7 +383,9 @@ class _Context:
                     node.kind == Kind.REPEAT
                     and node.payload[1] is None
                     and node_nullable[node.children[0]]
+                    and i not in reported
                 ):
+                    reported.add(i)
                     errors.append(
                         self.error(
                             "E_NULLABLE_REPETITION",
@@ -446,7 +418,7 @@ class _Context:
                 lmap: dict[int, int] = {}
                 amap: dict[int, int] = {}
                 if kind == Kind.REF:
-                    lmap[self.rule_index[node.payload]] = i
+                    lmap[self.target[i]] = i
                     amap = lmap
                 elif kind == Kind.SEQ:
                     kids = node.children

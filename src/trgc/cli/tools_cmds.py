@@ -90,7 +90,7 @@ def tool_run_command(
     Every field is checked (unknown fields are errors); the tool name is only compared with
     the registry, never resolved. Exit 0 when the request was valid and the tool ran (its
     status may still be "error", e.g. division by zero), 2 when the request is rejected
-    (E_ENVELOPE_*, E_TOOL_*, E_AUTH_*), 3 when the input exceeds a limit."""
+    (envelope, registry and authorization codes), 3 when the input exceeds a limit."""
     from trgc.limits import DEFAULT_LIMITS
     from trgc.tools.envelope import run_request
 

@@ -5,7 +5,7 @@ conflict), a value, evidence spans (byte ranges of source documents named by the
 their bytes, with the SHA-256 of the quoted bytes and one listed transform), a unit and a
 validation block. `check_evidence` re-derives everything it can from the sources and
 reports every failed check per field. It never changes the result: failures are reported,
-not repaired. Malformed documents raise `E_EVIDENCE_*` (exit 2); failed checks are findings
+not repaired. Malformed documents raise the evidence error codes (exit 2); failed checks are findings
 (exit 1). See docs/evidence.md for the rules and the finding codes.
 """
 
@@ -296,7 +296,7 @@ def check_evidence(
 ) -> dict:
     """Check an extraction result against named source documents; return the report.
 
-    Raises `TrgcError` only for malformed input (E_EVIDENCE_*, E_LIMIT_*); every failed
+    Raises `TrgcError` only for malformed input or an exceeded limit; every failed
     check is a finding in the report (`ok` false).
     """
     for name, data in sorted(sources.items()):

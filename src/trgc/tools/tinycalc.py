@@ -328,7 +328,7 @@ def expression_sha256(expression: str | bytes) -> str:
 
 
 def evaluate(expression: str | bytes, limits: CalcLimits = DEFAULT_CALC_LIMITS) -> CalcResult:
-    """Parse and evaluate; raises `TrgcError` (E_CALC_*, E_LIMIT_*) on failure."""
+    """Parse and evaluate; raises `TrgcError` (a tinycalc or limit code) on failure."""
     program = parse(expression, limits)
     scaled, exact = run(program)
     return CalcResult(expression_sha256(expression), scaled, exact, program.operations)

@@ -274,3 +274,17 @@ def test_cli_hashes_the_argument_bytes():
     record = json.loads(result.stdout)
     assert record["expression_sha256"] == hashlib.sha256("1 + é".encode()).hexdigest()
     assert record["error"]["offset"] == 4
+
+
+def test_no_binary_floating_point_in_the_tools_layer():
+    import ast
+    from pathlib import Path
+
+    for path in sorted(
+        (Path(__file__).resolve().parents[1] / "src" / "trgc" / "tools").glob("*.py")
+    ):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            assert not (isinstance(node, ast.Name) and node.id == "float"), path
+            assert not isinstance(node, ast.Div), f"true division in {path.name}"
+            assert not (isinstance(node, ast.Constant) and isinstance(node.value, float)), path

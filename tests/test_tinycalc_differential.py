@@ -179,8 +179,8 @@ def test_tinycalc_matches_decimal(text):
 
 @settings(max_examples=400, deadline=None, derandomize=True)
 @given(
-    st.integers(LOW, HIGH),
-    st.integers(LOW, HIGH),
+    st.one_of(st.integers(LOW, HIGH), st.integers(-(10**21), 10**21), st.integers(-(10**6), 10**6)),
+    st.one_of(st.integers(LOW, HIGH), st.integers(-(10**21), 10**21), st.integers(-(10**6), 10**6)),
     st.sampled_from("+-*/"),
 )
 def test_boundary_operands(a, b, op):
@@ -193,6 +193,18 @@ def test_boundary_operands(a, b, op):
         return
     text = f"{lit(a)} {op} {lit(b)}"
     assert tinycalc(text) == oracle(text), text
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(st.integers(-(10**15), 10**15), st.sampled_from(["2", "0.5", "20", "0.2"]))
+def test_generated_ties(k, divisor):
+    # (2k+1) ulp / 2 and * 0.5 lie exactly halfway between two representable values; 20 and
+    # 0.2 give remainders on either side of half
+    numerator = render(Decimal(2 * k + 1).scaleb(-18, context=CTX))
+    numerator = f"({numerator})" if k < 0 else numerator
+    for op in ("/", "*"):
+        text = f"{numerator} {op} {divisor}"
+        assert tinycalc(text) == oracle(text), text
 
 
 def test_oracle_agrees_on_known_ties():

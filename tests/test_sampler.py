@@ -191,7 +191,14 @@ def test_rank_and_intervention():
 
 
 def test_sampler_settings_validation():
-    for bad in ({"temperature": -1}, {"top_p": 0}, {"top_k": -1}, {"min_p": 2}, {"temperature": math.nan}, {"repetition_penalty": 0.5}):
+    for bad in (
+        {"temperature": -1},
+        {"top_p": 0},
+        {"top_k": -1},
+        {"min_p": 2},
+        {"temperature": math.nan},
+        {"repetition_penalty": 0.5},
+    ):
         with pytest.raises(TrgcError) as info:
             SamplerSettings(**bad)
         assert info.value.code == "E_SAMPLER_SETTINGS"
@@ -204,8 +211,14 @@ def test_sampler_settings_validation():
 def test_sampler_is_deterministic_across_calls():
     rng = np.random.default_rng(11)
     logits = rng.normal(0, 3, V)
-    a = [run(logits, [0, 1, 2, 3, 4, 5, 6], seed=s, top_p=0.9, top_k=5, min_p=0.01)[0] for s in range(30)]
-    b = [run(logits, [0, 1, 2, 3, 4, 5, 6], seed=s, top_p=0.9, top_k=5, min_p=0.01)[0] for s in range(30)]
+    a = [
+        run(logits, [0, 1, 2, 3, 4, 5, 6], seed=s, top_p=0.9, top_k=5, min_p=0.01)[0]
+        for s in range(30)
+    ]
+    b = [
+        run(logits, [0, 1, 2, 3, 4, 5, 6], seed=s, top_p=0.9, top_k=5, min_p=0.01)[0]
+        for s in range(30)
+    ]
     assert a == b
 
 
@@ -224,7 +237,11 @@ def test_partial_top_prefix_equals_full_stable_sort():
     rng = np.random.default_rng(5)
     for trial in range(200):
         n = int(rng.integers(1, 400))
-        weights = rng.choice([0.0, 0.25, 0.5, 1.0, 0.125], size=n) if trial % 2 else rng.random(n) * (rng.random(n) > 0.3)
+        weights = (
+            rng.choice([0.0, 0.25, 0.5, 1.0, 0.125], size=n)
+            if trial % 2
+            else rng.random(n) * (rng.random(n) > 0.3)
+        )
         alive = np.flatnonzero(weights > 0)
         full = alive[np.argsort(-weights[alive], kind="stable")]
         for m in (1, 3, 17, 256, 1000):

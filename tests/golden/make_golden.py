@@ -23,17 +23,35 @@ TOKENIZER = HERE / "json-bytelevel.trt"
 NPY = HERE / "steps.npy"
 
 CASES: dict[str, dict] = {
-    "sampled": {"logits": "random:1", "seed": 1, "max_tokens": 64, "settings": {"temperature": 0.8, "top_p": 0.95}},
+    "sampled": {
+        "logits": "random:1",
+        "seed": 1,
+        "max_tokens": 64,
+        "settings": {"temperature": 0.8, "top_p": 0.95},
+    },
     "greedy": {"logits": "random:2", "seed": 2, "max_tokens": 64, "settings": {"temperature": 0.0}},
     "filters": {
         "logits": "random:3",
         "seed": 3,
         "max_tokens": 48,
-        "settings": {"top_k": 5, "min_p": 0.05, "repetition_penalty": 1.2, "frequency_penalty": 0.1, "presence_penalty": 0.2, "banned_ids": [34]},
+        "settings": {
+            "top_k": 5,
+            "min_p": 0.05,
+            "repetition_penalty": 1.2,
+            "frequency_penalty": 0.1,
+            "presence_penalty": 0.2,
+            "banned_ids": [34],
+        },
     },
     "hot": {"logits": "random:7", "seed": 7, "max_tokens": 96, "settings": {"temperature": 1.7}},
     "max-tokens": {"logits": "random:4", "seed": 4, "max_tokens": 6, "settings": {}},
-    "cancelled": {"logits": "random:1", "seed": 9, "max_tokens": 64, "settings": {}, "cancel_after": 5},
+    "cancelled": {
+        "logits": "random:1",
+        "seed": 9,
+        "max_tokens": 64,
+        "settings": {},
+        "cancel_after": 5,
+    },
     "nan-inf": {"logits": "npy", "seed": 5, "max_tokens": 20, "settings": {"temperature": 0.9}},
 }
 
@@ -44,7 +62,12 @@ def make_inputs() -> None:
     from trgc.artifact.codec import save_artifact
 
     if not ARTIFACT.exists():
-        save_artifact(trgc.compile_grammar((ROOT / "grammars" / "json.trg").read_text(), source="grammars/json.trg"), ARTIFACT)
+        save_artifact(
+            trgc.compile_grammar(
+                (ROOT / "grammars" / "json.trg").read_text(), source="grammars/json.trg"
+            ),
+            ARTIFACT,
+        )
     if not TOKENIZER.exists():
         trgc.load_tokenizer(ROOT / "tokenizers" / "synthetic" / "json-bytelevel").save(TOKENIZER)
     if not NPY.exists():
@@ -69,7 +92,11 @@ def run_case(name: str, out_dir: Path):
     case = CASES[name]
     inputs = open_inputs(ARTIFACT, TOKENIZER)
     vocab = inputs.tokenizer.vocab_size
-    source = NpyLogits(NPY, vocab) if case["logits"] == "npy" else parse_logits_spec(case["logits"], vocab)
+    source = (
+        NpyLogits(NPY, vocab)
+        if case["logits"] == "npy"
+        else parse_logits_spec(case["logits"], vocab)
+    )
     settings = dict(case["settings"])
     settings["banned_ids"] = tuple(settings.get("banned_ids", ()))
     polls = []

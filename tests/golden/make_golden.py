@@ -6,7 +6,9 @@ Inputs, all committed beside this script so that the goldens are self-contained:
   * `steps.npy`            hand-made logits with NaN, -inf and a +inf at step 6
 Every case is one `trgc generate` run; CI replays each trace (tests/test_replay_golden.py)
 and re-runs each case, so any change of masks, sampler, RNG or trace format fails.
-Regenerate only for an intended behaviour change, and say so in the commit.
+Regenerate only for an intended behaviour change, and say so in the commit; when the artifact
+or token-table format changes, delete `json.trga` / `json-bytelevel.trt` first so that they are
+rebuilt.
 """
 
 from __future__ import annotations

@@ -399,3 +399,29 @@ def test_documented_schema_hashes_are_current():
     for definition in registry.REGISTRY.values():
         row = f"| {definition.tool.value} | `{definition.input_sha256}` | `{definition.output_sha256}` |"
         assert row in page, definition.tool.value
+
+
+def test_outputs_validate_against_the_registered_output_schemas():
+    import jsonschema
+
+    cases = {
+        "calculator.evaluate@1.0.0": [
+            {"expression": "1 / 3"},
+            {"expression": "1 / 0"},
+            {"expression": "2^"},
+            {"expression": "(" * 300},
+        ],
+        "text.length@1.0.0": [{"text": "héllo"}, {"text": ""}],
+        "text.trim@1.0.0": [{"text": "  x  "}, {"text": "x" * 2000}],
+    }
+    for tool, inputs in cases.items():
+        for data in inputs:
+            request = request_template(tool)
+            request["input"] = data
+            request["limits"]["timeout_ms"] = 10  # 1,000 operations: the long text runs out
+            run = run_request(request)
+            definition = next(d for d in registry.REGISTRY.values() if d.tool.value == tool)
+            jsonschema.validate(run.reinsertion["content"], definition.output_schema)
+            jsonschema.validate(data, definition.input_schema)
+            with pytest.raises(jsonschema.ValidationError):
+                jsonschema.validate({**data, "extra": ""}, definition.input_schema)

@@ -194,6 +194,10 @@ def test_strict_json():
     assert code_of(text.replace('"operations": 10000', '"operations": NaN'))[0] == "E_ENVELOPE_JSON"
     assert code_of(b"\xff" + text.encode())[0] == "E_ENVELOPE_JSON"
     assert code_of(b"[" * 100_000)[0] == "E_LIMIT_NESTING"
+    huge = text.replace('"operations": 10000', '"operations": 1' + "0" * 5000)
+    assert code_of(huge)[0] == "E_ENVELOPE_JSON"  # beyond Python's integer-digit limit
+    big = text.replace('"operations": 10000', '"operations": 1' + "0" * 100)
+    assert code_of(big) == ("E_ENVELOPE_LIMIT", "/limits/operations")
     assert code_of(b" " * (1 << 20) + text.encode())[0] == "E_LIMIT_INPUT_BYTES"
 
 

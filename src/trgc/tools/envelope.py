@@ -4,7 +4,7 @@ A request is data proposed by a model; only the compiled registry (trgc.tools.re
 authority. `run_request` checks, in this order and stopping at the first failure: size and
 strict JSON; the exact field set at every level; field formats; name@version against the
 registry; capability; schema hashes; authorization class against the tool's authority;
-limits against the tool's ceilings; the input's canonical size and its input schema. Then it
+limits against the tool's ceilings; the input against its schema, then its canonical size. Then it
 runs the tool under a deterministic operation budget and returns the result record and the
 typed reinsertion record (role tool_result, trust untrusted_data), which trgc serialises and
 escapes itself (`reinsertion_text`). See docs/tool-envelope.md.
@@ -77,8 +77,8 @@ class ToolRun:
         }
 
 
-def _value_error(message: str, at: str, hint: str | None = None) -> TrgcError:
-    return TrgcError("E_ENVELOPE_VALUE", message, pointer=at, hint=hint)
+def _value_error(message: str, at: str) -> TrgcError:
+    return TrgcError("E_ENVELOPE_VALUE", message, pointer=at)
 
 
 def _match(regex: re.Pattern, value: str, at: str, what: str) -> None:
@@ -167,10 +167,10 @@ def validate_request(request: dict) -> ToolDefinition:
             f"protocol must be {PROTOCOL!r}, got {request['protocol'][:80]!r}", "/protocol"
         )
     _match(_REQUEST_ID_RE, request["request_id"], "/request_id", "request_id")
-    for name, value in request["composition"].items():
-        _match(_ID_RE, value, f"/composition/{name}", name)
-    for name, value in request["schemas"].items():
-        _match(_HEX_RE, value, f"/schemas/{name}", name)
+    for name in REQUEST_SPEC["composition"]:  # specification order, not document order
+        _match(_ID_RE, request["composition"][name], f"/composition/{name}", name)
+    for name in REQUEST_SPEC["schemas"]:
+        _match(_HEX_RE, request["schemas"][name], f"/schemas/{name}", name)
     tool = request["tool"]
     definition = lookup(tool["name"], tool["version"])
     if definition is None:

@@ -26,6 +26,7 @@ _LAZY: dict[str, str] = {
     "compile_grammar": "trgc.artifact.build",
     "compile_ast": "trgc.artifact.build",
     "compile_schema": "trgc.artifact.build_schema",
+    "compile_toolcall": "trgc.artifact.build_toolcall",
     "load_artifact": "trgc.artifact.codec",
     "check": "trgc.artifact.check",
     "CheckResult": "trgc.artifact.check",

@@ -134,6 +134,14 @@ CODES: dict[str, str] = {
     "E_EVIDENCE_VALUE": "an extraction result field has a value outside its enumeration or format",
     "E_TOOL_CAPABILITY": "a tool request's capability differs from the registered tool's",
     "E_TOOL_UNREGISTERED": "a tool request names a tool (name@version) that is not in the registry",
+    # toolcall
+    "E_TOOLCALL_DUPLICATE_NAME": "two tools in a tool list share a name",
+    "E_TOOLCALL_FAMILY": "an unknown tool-call family (known: qwen, llama3, deepseek)",
+    "E_TOOLCALL_FIELD": "a tool entry has a missing, unknown or wrongly typed field (OpenAI function format)",
+    "E_TOOLCALL_JSON": "a tool list is not valid JSON (syntax, duplicate key, not UTF-8)",
+    "E_TOOLCALL_NAME": "a tool name is not 1-64 characters of A-Z a-z 0-9 _ -",
+    "E_TOOLCALL_NO_TOOLS": "a tool list is empty or not a JSON array",
+    "E_TOOLCALL_PARAMETERS": "a tool's parameters schema does not describe a JSON object (type must be \"object\")",
     # release (lock files)
     "E_LOCK_INVALID": "a lock file is not valid TOML of the trgc-lock-1 shape",
     "E_LOCK_DUPLICATE_NAME": "two locked sources share a file stem (lock entries are keyed by stem)",

@@ -204,3 +204,23 @@ def test_table_arrays_are_read_only():
     tab = table("json-bytelevel")
     with pytest.raises(ValueError):
         tab.kinds[0] = 3
+
+
+def test_byte_level_alphabet_round_trip():
+    from trgc.tokenizer.bytelevel import (
+        byte_to_char,
+        decode_byte_level,
+        decode_byte_level_many,
+        encode_byte_level,
+    )
+
+    alphabet = byte_to_char()
+    assert len(set(alphabet)) == 256 and alphabet[ord(" ")] == "Ġ" and alphabet[ord("\n")] == "Ċ"
+    assert max(map(ord, alphabet)) == 0x143
+    every = bytes(range(256))
+    assert decode_byte_level(encode_byte_level(every)) == every
+    samples = [bytes([b, (b * 7) % 256, 255 - b]) for b in range(256)]
+    assert decode_byte_level_many([encode_byte_level(s) for s in samples]) == samples
+    with pytest.raises(TrgcError) as err:
+        decode_byte_level_many(["ab", "c d"], ids=[1, 2])
+    assert err.value.code == "E_TOKENIZER_BYTE_LEVEL" and "id 2" in err.value.message

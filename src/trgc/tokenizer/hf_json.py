@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from trgc.errors import TrgcError
-from trgc.tokenizer.bytelevel import decode_byte_level
+from trgc.tokenizer.bytelevel import decode_byte_level_many
 from trgc.tokenizer.sources import logical_name, read_json
 from trgc.tokenizer.vocab import AddedToken, Vocab, read_config
 
@@ -130,9 +130,12 @@ def load_tokenizer_json(path: Path) -> Vocab:
     byte_fallback: dict[int, bytes] = {}
     model_specials: dict[str, int] = {}
     if style == "byte_level":
-        for text, i in vocab.items():
-            if i not in added_ids:
-                regular[i] = decode_byte_level(text, source=source, token_id=i)
+        items = [(text, i) for text, i in vocab.items() if i not in added_ids]
+        texts = [text for text, _ in items]
+        keys = [i for _, i in items]
+        regular = dict(
+            zip(keys, decode_byte_level_many(texts, source=source, ids=keys), strict=True)
+        )
     else:
         unk = model.get("unk_token")
         fallback = bool(model.get("byte_fallback"))

@@ -188,21 +188,21 @@ def _check_consistent(table: TokenTable, lengths: np.ndarray, source: str | None
 
 def reports(token_bytes: list[bytes | None], kinds: np.ndarray) -> dict:
     """Duplicate byte sequences, tokens that are not valid UTF-8 alone, empty tokens."""
-    by_bytes: dict[bytes, list[int]] = {}
-    non_utf8: list[int] = []
-    empty: list[int] = []
-    for i, piece in enumerate(token_bytes):
-        if piece is None or kinds[i] in (KIND_SPECIAL, KIND_UNUSED):
-            continue
-        if not piece:
-            empty.append(i)
-            continue
-        by_bytes.setdefault(piece, []).append(i)
-        try:
-            piece.decode("utf-8")
-        except UnicodeDecodeError:
-            non_utf8.append(i)
-    duplicates = sorted(ids for ids in by_bytes.values() if len(ids) > 1)
+    ids = np.flatnonzero((kinds == KIND_NORMAL) | (kinds == KIND_BYTE)).tolist()
+    pieces = [token_bytes[i] or b"" for i in ids]
+    empty = [i for i, piece in zip(ids, pieces, strict=True) if not piece]
+    duplicates: list[list[int]] = []
+    if len(set(pieces)) + max(len(empty) - 1, 0) != len(pieces):
+        by_bytes: dict[bytes, list[int]] = {}
+        for i, piece in zip(ids, pieces, strict=True):
+            if piece:
+                by_bytes.setdefault(piece, []).append(i)
+        duplicates = sorted(group for group in by_bytes.values() if len(group) > 1)
+    non_utf8 = [
+        i
+        for i, piece in zip(ids, pieces, strict=True)
+        if not piece.isascii() and not _is_utf8(piece)
+    ]
     return {
         "duplicate_groups": len(duplicates),
         "duplicates": duplicates,
@@ -211,6 +211,14 @@ def reports(token_bytes: list[bytes | None], kinds: np.ndarray) -> dict:
         "non_utf8_count": len(non_utf8),
         "non_utf8_sample": non_utf8[:_REPORT_SAMPLE],
     }
+
+
+def _is_utf8(piece: bytes) -> bool:
+    try:
+        piece.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def make_table(

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from trgc.errors import TrgcError
-from trgc.tokenizer.bytelevel import byte_to_char, decode_byte_level
+from trgc.tokenizer.bytelevel import byte_to_char, decode_byte_level_many
 from trgc.tokenizer.hf_json import _check_ids
 from trgc.tokenizer.sources import logical_name, read_json, read_source, sha256_hex
 from trgc.tokenizer.vocab import AddedToken, Vocab, read_config, token_name
@@ -81,13 +81,17 @@ def load_vocab_merges(vocab_path: Path) -> Vocab:
     added_ids = {a.id for a in result.added}
     alphabet = set(byte_to_char())
     unreachable: list[AddedToken] = []
+    texts: list[str] = []
+    keys: list[int] = []
     for text, i in vocab.items():
         if i in added_ids:
             continue
         if text not in alphabet and text not in produced:
             unreachable.append(AddedToken(i, text, True))
             continue
-        result.regular[i] = decode_byte_level(text, source=source, token_id=i)
+        texts.append(text)
+        keys.append(i)
+    result.regular = dict(zip(keys, decode_byte_level_many(texts, source=source, ids=keys), strict=True))
     result.added += unreachable
     result.extra["unreachable_entries_as_special"] = sorted(a.content for a in unreachable)
     return result

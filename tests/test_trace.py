@@ -194,3 +194,20 @@ def test_stats_distribution_and_aggregate(tmp_path):
     assert sum(doc["stop_reasons"].values()) == 3
     assert doc["allowed_set_size"]["max"] == max(s["allowed"] for t in traces for s in t.steps)
     assert doc["cache_hit_rate"] == 0.0 and doc["cache_observed_steps"] == doc["steps"]
+
+
+def test_sidecar_decompression_is_bounded(tmp_path):
+    import hashlib
+
+    from trgc.decode.sidecar import payload_size
+
+    path = tmp_path / "s.zst"
+    writer = SidecarWriter(path)
+    writer.write(0, StepLogits(np.zeros(3), 0, False, 0.0))
+    digest = writer.close()
+    assert len(list(read_sidecar(path, digest, max_payload=payload_size([3])))) == 1
+    bomb = zstandard.ZstdCompressor().compress(b"TRGCLGT1" + bytes(10_000_000))
+    path.write_bytes(bomb)
+    with pytest.raises(TrgcError) as info:
+        read_sidecar(path, hashlib.sha256(bomb).hexdigest(), max_payload=payload_size([3]))
+    assert info.value.code == "E_SIDECAR_FORMAT" and "more than" in info.value.message

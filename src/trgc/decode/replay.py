@@ -17,7 +17,7 @@ from pathlib import Path
 from trgc.decode.rng import ALGORITHM, Xoshiro256StarStar
 from trgc.decode.sampler import STOP_CANCELLED, STOP_MAX_TOKENS, SamplerSettings
 from trgc.decode.sidecar import FORMAT as SIDECAR_FORMAT
-from trgc.decode.sidecar import read_sidecar
+from trgc.decode.sidecar import payload_size, read_sidecar
 from trgc.decode.step import (
     Constraint,
     DecodeState,
@@ -158,7 +158,8 @@ def replay(
     )
     settings = _settings(trace)
     path = Path(sidecar) if sidecar is not None else sidecar_path(trace)
-    records = read_sidecar(path, trace.end["sidecar_sha256"])
+    bound = payload_size([step["allowed"] for step in trace.steps])
+    records = read_sidecar(path, trace.end["sidecar_sha256"], max_payload=bound)
     rng = Xoshiro256StarStar.from_seed(trace.header["rng"]["seed"])
     state = DecodeState.new(int(vocab.vocab_size))
     for expected in trace.steps:

@@ -89,8 +89,18 @@ def file_sha256(path: Path | str) -> str:
     return hashlib.sha256(read_bytes(path)).hexdigest()
 
 
-def read_sidecar(path: Path | str, expected_sha256: str) -> Iterator[tuple[int, StepLogits]]:
-    """Check the file's SHA-256 against the trace, then yield `(step, StepLogits)` records."""
+def payload_size(allowed_counts: list[int]) -> int:
+    """The exact uncompressed size of a sidecar whose steps allow these many tokens."""
+    return len(MAGIC) + sum(_RECORD.size + 8 * n for n in allowed_counts)
+
+
+def read_sidecar(
+    path: Path | str, expected_sha256: str, max_payload: int | None = None
+) -> Iterator[tuple[int, StepLogits]]:
+    """Check the file's SHA-256 against the trace, then yield `(step, StepLogits)` records.
+
+    `max_payload` bounds decompression (replay passes `payload_size` of the trace's steps), so
+    a crafted frame cannot expand without limit."""
     data = read_bytes(path)
     actual = hashlib.sha256(data).hexdigest()
     if actual != expected_sha256:
@@ -102,7 +112,25 @@ def read_sidecar(path: Path | str, expected_sha256: str) -> Iterator[tuple[int, 
             details={"expected": expected_sha256, "got": actual},
         )
     try:
-        payload = zstandard.ZstdDecompressor().decompressobj().decompress(data)
+        if max_payload is None:
+            payload = zstandard.ZstdDecompressor().decompressobj().decompress(data)
+        else:
+            chunks: list[bytes] = []
+            size = 0
+            with zstandard.ZstdDecompressor().stream_reader(data) as reader:
+                while size <= max_payload:
+                    chunk = reader.read(max_payload + 1 - size)
+                    if not chunk:
+                        break
+                    chunks.append(chunk)
+                    size += len(chunk)
+            payload = b"".join(chunks)
+            if len(payload) > max_payload:
+                raise TrgcError(
+                    "E_SIDECAR_FORMAT",
+                    f"logits sidecar holds more than the {max_payload} bytes its trace describes",
+                    source=str(path),
+                )
     except zstandard.ZstdError as exc:
         raise TrgcError(
             "E_SIDECAR_FORMAT", f"logits sidecar is not a valid zstd frame: {exc}", source=str(path)

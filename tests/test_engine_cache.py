@@ -60,7 +60,7 @@ def test_precompute_near_depth_limit_falls_back_exactly():
 
 def test_regular_grammar_has_no_open_tokens_and_dedups():
     masks = precompute(regular(), TOK)
-    assert (masks.open_id == 0).all()
+    assert masks.open_roots.size == 0 and (masks.open_start == 0).all()
     # states 2 ('d' seen) and 3 (after C3) differ; accepting end state 4 allows nothing
     assert masks.masks.shape[0] == len({m.tobytes() for m in masks.masks})
     assert masks.accept_id[4] == 0
@@ -85,26 +85,36 @@ def test_trm_round_trip_and_identical_rebuild(tmp_path):
 
 def test_trm_fixture_bytes_are_pinned():
     masks = FrameMasks(
-        key=("sha256:" + "a" * 64, "sha256:" + "b" * 64, "0.1.0", "trgc-specials-1"),
+        key=("sha256:" + "a" * 64, "sha256:" + "b" * 64, "0.1.0", "trgc-specials-1", "sha256:c"),
         vocab_size=33,
         max_depth=4,
         accept_id=np.array([1, 0], dtype=np.int32),
-        open_id=np.array([0, 2], dtype=np.int32),
         height=np.array([1, 2], dtype=np.int32),
-        masks=np.array([[0, 0], [5, 1], [0x80000000, 0]], dtype=np.uint32),
+        open_start=np.array([0, 0, 2], dtype=np.int32),
+        open_roots=np.array([5, 9], dtype=np.int32),
+        masks=np.array([[0, 0], [5, 1]], dtype=np.uint32),
     )
     data = trm.to_bytes(masks)
     assert hashlib.sha256(data).hexdigest() == PINNED
     header_len = int.from_bytes(data[12:16], "little")
     tail = data[16 + header_len + (-(16 + header_len) % 4) : -32]
+    assert data[16 : 16 + header_len] == (
+        b'{"artifact":"sha256:' + b"a" * 64 + b'","compiler":"0.1.0","format":"trgc-masks-1",'
+        b'"max_depth":4,"n_masks":2,"n_roots":2,"n_states":2,"n_words":2,'
+        b'"policy":"trgc-specials-1","tokenizer":"sha256:' + b"b" * 64 + b'","trie":"sha256:c",'
+        b'"vocab_size":33}'
+    )
     assert tail.hex() == (
-        "01000000" "00000000" "00000000" "02000000" "01000000" "02000000"
-        "00000000" "00000000" "05000000" "01000000" "00000080" "00000000"
+        "01000000" "00000000"  # accept_id
+        "01000000" "02000000"  # height
+        "00000000" "00000000" "02000000"  # open_start
+        "05000000" "09000000"  # open_roots
+        "00000000" "00000000" "05000000" "01000000"  # masks
     )  # fmt: skip
     assert trm.to_bytes(trm.from_bytes(data)) == data
 
 
-PINNED = "da022ad3bedc1ccf4716c194e16b88a1801306ec2d34179363afff4f7b99fcc0"
+PINNED = "f7d1a50e91f698f7c34c5b1268f558ab44d2f587b9c3ad4e05ba46a8a2993d83"
 
 
 def _refused(call) -> str:
@@ -150,3 +160,16 @@ def test_precompute_respects_cache_bytes_limit():
     with pytest.raises(TrgcError) as err:
         precompute(json_like(), TOK, limits=Limits(cache_bytes=64))
     assert err.value.code == "E_LIMIT_CACHE_BYTES"
+
+
+def test_matcher_refuses_masks_whose_indices_do_not_fit():
+    from dataclasses import replace
+
+    art = json_like()
+    masks = precompute(art, TOK)
+    n_nodes = bind(art, TOK).node_byte.shape[0]
+    bad_roots = replace(masks, open_roots=np.full_like(masks.open_roots, n_nodes))
+    assert masks.open_roots.size
+    assert "sizes" in _refused(lambda: Matcher(art, TOK, precomputed=bad_roots))
+    fewer = replace(masks, accept_id=masks.accept_id[:-1], height=masks.height[:-1])
+    assert "sizes" in _refused(lambda: Matcher(art, TOK, precomputed=fewer))

@@ -57,6 +57,8 @@ def precompute_command(
     remainder checked at run time; write them content-addressed, hashed and zstd-compressed,
     atomically. A matcher refuses the file for any other artifact, tokenizer or compiler
     version (E_CACHE_MISMATCH)."""
+    import numpy as np
+
     from trgc.artifact.codec import load_artifact
     from trgc.engine.precompute import precompute
     from trgc.engine.trm import save_masks
@@ -91,7 +93,8 @@ def precompute_command(
         "policy": masks.key[3],
         "states": masks.n_states,
         "distinct_masks": int(masks.masks.shape[0]),
-        "states_with_open_tokens": int((masks.open_id != 0).sum()),
+        "states_with_open_roots": int((np.diff(masks.open_start) > 0).sum()),
+        "open_roots": int(masks.open_roots.shape[0]),
         "mask_bytes": int(masks.masks.nbytes),
         "file_bytes": output.stat().st_size,
         "seconds": round(seconds, 3),
@@ -104,7 +107,7 @@ def precompute_command(
     console.print(
         f"{document['states']} states, {document['distinct_masks']} distinct masks "
         f"({document['mask_bytes']:,} bytes, file {document['file_bytes']:,} bytes), "
-        f"{document['states_with_open_tokens']} states with context-dependent tokens, "
+        f"{document['states_with_open_roots']} states with context-dependent subtrees, "
         f"{seconds:.2f} s"
     )
 

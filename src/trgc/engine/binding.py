@@ -13,6 +13,7 @@ Special-token policy (`SPECIAL_POLICY`, part of every cache key):
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -52,10 +53,11 @@ class Binding:
     node_byte: np.ndarray
     node_depth: np.ndarray
     subtree_end: np.ndarray
+    parent: np.ndarray
     token_start: np.ndarray
     token_ids: np.ndarray
     trie_depth: int  # deepest trie node (longest token in bytes)
-    key: tuple[str, str, str, str]  # (artifact id, tokenizer sha256, compiler version, policy)
+    key: tuple[str, str, str, str, str]  # (artifact, tokenizer, compiler version, policy, trie)
 
     @property
     def n_words(self) -> int:
@@ -63,6 +65,21 @@ class Binding:
 
     def token_bytes(self, token_id: int) -> bytes:
         return self.data[self.offsets[token_id] : self.offsets[token_id + 1]].tobytes()
+
+
+def trie_id(trie) -> str:
+    """`sha256:` of the trie's arrays: precomputed open roots name trie nodes, so a cache is
+    only valid for the exact trie layout it was built over."""
+    digest = hashlib.sha256()
+    for array in (
+        trie.node_byte,
+        trie.node_depth,
+        trie.subtree_end,
+        trie.token_start,
+        trie.token_ids,
+    ):
+        digest.update(np.ascontiguousarray(array).tobytes())
+    return "sha256:" + digest.hexdigest()
 
 
 def _special_id(tokenizer, name: str) -> int:
@@ -110,6 +127,7 @@ def bind(artifact: Artifact, tokenizer) -> Binding:
         node_byte=np.ascontiguousarray(trie.node_byte, dtype=np.uint8),
         node_depth=node_depth,
         subtree_end=np.ascontiguousarray(trie.subtree_end, dtype=np.int32),
+        parent=np.ascontiguousarray(trie.parent, dtype=np.int32),
         token_start=np.ascontiguousarray(trie.token_start, dtype=np.int32),
         token_ids=np.ascontiguousarray(trie.token_ids, dtype=np.int32),
         trie_depth=int(node_depth.max()) if node_depth.size else 0,
@@ -118,6 +136,7 @@ def bind(artifact: Artifact, tokenizer) -> Binding:
             str(tokenizer.sha256),
             compiler_version(artifact),
             SPECIAL_POLICY,
+            trie_id(trie),
         ),
     )
     artifact._cache[memo_key] = binding

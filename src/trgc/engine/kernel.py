@@ -25,96 +25,43 @@ OK, DEAD, OPEN = 0, 1, 2  # outcome of stepping one byte (OPEN: needs the unknow
 
 
 def _walk(
-    orig, n_orig, frame_mode, gnext, gcalls, accepting, byte_class, max_depth, max_steps,
-    node_byte, node_depth, subtree_end, token_start, token_ids, byte_token,
-    own, keep_l, ext_l, h_l, out_words, open_words, heights,
+    orig, n_orig, frame_mode, starts, ends, gnext, gcalls, accepting, byte_class, max_depth,
+    max_steps, node_byte, node_depth, subtree_end, parent, token_start, token_ids, byte_token,
+    own, keep_l, ext_l, h_l, path, out_words, open_roots,
 ):  # fmt: skip
+    n_open = 0
+    max_h = n_orig
     keep_l[0] = n_orig
     ext_l[0] = 0
     h_l[0] = n_orig
-    n_nodes = node_byte.shape[0]
-    i = 1
-    while i < n_nodes:
-        d = node_depth[i]
-        sym = byte_class[node_byte[i]]
-        keep = keep_l[d - 1]
-        ext = ext_l[d - 1]
-        for k in range(ext):
-            own[d, k] = own[d - 1, k]
-        h = h_l[d - 1]
-        status = DEAD
-        for _ in range(max_steps):
-            top = own[d, ext - 1] if ext > 0 else orig[keep - 1]
-            action = gnext[top, sym]
-            if action >= 0:
-                if ext == 0:
-                    keep -= 1
-                    ext = 1
-                own[d, ext - 1] = action
-                status = OK
-                break
-            if action == -1:
-                if accepting[top] and keep + ext > 1:
-                    if ext > 0:
-                        ext -= 1
-                    else:
-                        keep -= 1
-                    continue
-                if accepting[top] and frame_mode:
-                    status = OPEN
-                break
-            if keep + ext >= max_depth:
-                break
-            call = -2 - action
-            if ext == 0:
-                keep -= 1
-                ext = 1
-            own[d, ext - 1] = gcalls[call, 1]
-            own[d, ext] = gcalls[call, 0]
-            ext += 1
-            if keep + ext > h:
-                h = keep + ext
-        if status == OK:
-            for j in range(token_start[i], token_start[i + 1]):
-                t = token_ids[j]
-                if byte_token[t]:
-                    out_words[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
-                    if frame_mode:
-                        heights[t] = h
-            keep_l[d] = keep
-            ext_l[d] = ext
-            h_l[d] = h
-            i += 1
-        else:
-            end = subtree_end[i]
-            if status == OPEN:
-                for j in range(token_start[i], token_start[end]):
-                    t = token_ids[j]
-                    if byte_token[t]:
-                        open_words[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
-            i = end
-
-
-def _check(
-    orig, n_orig, tokens, offsets, data, gnext, gcalls, accepting, byte_class, max_depth,
-    max_steps, own, out_words,
-):  # fmt: skip
-    for t in tokens:
-        keep = n_orig
-        ext = 0
-        alive = True
-        for p in range(offsets[t], offsets[t + 1]):
-            sym = byte_class[data[p]]
-            alive = False
+    for r in range(starts.shape[0]):
+        # the ancestors of the range's first node are stepped first (levels 1 .. depth - 1)
+        n_path = node_depth[starts[r]] - 1
+        a = parent[starts[r]]
+        for k in range(n_path - 1, -1, -1):
+            path[k] = a
+            a = parent[a]
+        j = 0
+        i = starts[r]
+        while i < ends[r]:
+            node = path[j] if j < n_path else i
+            d = node_depth[node]
+            sym = byte_class[node_byte[node]]
+            keep = keep_l[d - 1]
+            ext = ext_l[d - 1]
+            for k in range(ext):
+                own[d, k] = own[d - 1, k]
+            h = h_l[d - 1]
+            status = DEAD
             for _ in range(max_steps):
-                top = own[ext - 1] if ext > 0 else orig[keep - 1]
+                top = own[d, ext - 1] if ext > 0 else orig[keep - 1]
                 action = gnext[top, sym]
                 if action >= 0:
                     if ext == 0:
                         keep -= 1
                         ext = 1
-                    own[ext - 1] = action
-                    alive = True
+                    own[d, ext - 1] = action
+                    status = OK
                     break
                 if action == -1:
                     if accepting[top] and keep + ext > 1:
@@ -123,6 +70,8 @@ def _check(
                         else:
                             keep -= 1
                         continue
+                    if accepting[top] and frame_mode:
+                        status = OPEN
                     break
                 if keep + ext >= max_depth:
                     break
@@ -130,35 +79,57 @@ def _check(
                 if ext == 0:
                     keep -= 1
                     ext = 1
-                own[ext - 1] = gcalls[call, 1]
-                own[ext] = gcalls[call, 0]
+                own[d, ext - 1] = gcalls[call, 1]
+                own[d, ext] = gcalls[call, 0]
                 ext += 1
-            if not alive:
-                break
-        if alive:
-            out_words[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
+                if keep + ext > h:
+                    h = keep + ext
+            if j < n_path:  # an ancestor: its own tokens are outside the range
+                if status != OK:
+                    break
+                keep_l[d] = keep
+                ext_l[d] = ext
+                h_l[d] = h
+                j += 1
+            elif status == OK:
+                for t_at in range(token_start[i], token_start[i + 1]):
+                    t = token_ids[t_at]
+                    if byte_token[t]:
+                        out_words[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
+                        if h > max_h:
+                            max_h = h
+                keep_l[d] = keep
+                ext_l[d] = ext
+                h_l[d] = h
+                i += 1
+            else:
+                if status == OPEN:
+                    open_roots[n_open] = i
+                    n_open += 1
+                i = subtree_end[i]
+    return n_open, max_h
 
 
 @functools.cache
 def _jitted():
     from numba import njit
 
-    return njit(cache=True, nogil=True)(_walk), njit(cache=True, nogil=True)(_check)
+    return njit(cache=True, nogil=True)(_walk)
 
 
 class Scratch:
-    """Per-matcher work buffers for the kernels (never shared between threads)."""
+    """Per-matcher work buffers for the kernel (never shared between threads)."""
 
     def __init__(self, binding: Binding) -> None:
         levels = binding.trie_depth + 1
         cap = binding.tables.max_depth + 1
         self.own = np.empty((levels, cap), dtype=np.int32)
-        self.row = np.empty(cap, dtype=np.int32)
         self.keep = np.empty(levels, dtype=np.int64)
         self.ext = np.empty(levels, dtype=np.int64)
         self.height = np.empty(levels, dtype=np.int64)
-        self.heights = np.zeros(binding.vocab_size, dtype=np.int32)
+        self.path = np.empty(levels, dtype=np.int32)
         self.orig = np.empty(cap, dtype=np.int32)
+        self.open_roots = np.empty(binding.node_byte.shape[0], dtype=np.int32)
 
 
 def _require(name: str, array: np.ndarray, dtype, ndim: int) -> None:
@@ -172,61 +143,47 @@ def _require(name: str, array: np.ndarray, dtype, ndim: int) -> None:
         raise ValueError(f"{name}: expected a C-contiguous array")
 
 
-def _load_config(binding: Binding, config: Config, scratch: Scratch) -> int:
-    if not config or len(config) > binding.tables.max_depth:
-        raise ValueError(
-            f"config: expected 1..{binding.tables.max_depth} frames, got {len(config)}"
-        )
-    scratch.orig[: len(config)] = config
-    return len(config)
-
-
 def walk_trie(
     binding: Binding,
     config: Config,
     out_words: np.ndarray,
     scratch: Scratch,
     *,
+    roots: np.ndarray | None = None,
     frame_mode: bool = False,
-    open_words: np.ndarray | None = None,
-) -> None:
-    """OR into `out_words` the byte tokens viable from `config` (trie walk).
+) -> tuple[np.ndarray, int]:
+    """OR into `out_words` the byte tokens viable from `config`; return the open roots and the
+    highest stack an allowed token reaches (at least `len(config)`).
 
-    With `frame_mode`, `config` is one frame whose callers are unknown: tokens that need to
-    return out of it go to `open_words` instead, and `scratch.heights[t]` receives the highest
-    stack each accepted token reaches.
+    With `roots` (int32 trie nodes, preorder, disjoint subtrees) only the tokens in those
+    subtrees are decided. With `frame_mode`, `config` is one frame whose callers are unknown:
+    a subtree whose first byte needs to return out of it is not walked but returned as an
+    open root.
     """
     n_words = binding.n_words
     _require("out_words", out_words, np.uint32, 1)
     if out_words.shape[0] != n_words:
         raise ValueError(f"out_words: expected {n_words} words, got {out_words.shape[0]}")
-    if open_words is None:
-        open_words = np.zeros(n_words, dtype=np.uint32)
-    _require("open_words", open_words, np.uint32, 1)
-    n_orig = _load_config(binding, config, scratch)
+    if roots is None:
+        starts = np.ones(1 if binding.node_byte.shape[0] > 1 else 0, dtype=np.int32)
+        ends = np.full(starts.shape[0], binding.node_byte.shape[0], dtype=np.int32)
+    else:
+        _require("roots", roots, np.int32, 1)
+        starts, ends = roots, binding.subtree_end[roots]
+    if not config or len(config) > binding.tables.max_depth:
+        raise ValueError(
+            f"config: expected 1..{binding.tables.max_depth} frames, got {len(config)}"
+        )
+    scratch.orig[: len(config)] = config
     t = binding.tables
-    walk, _ = _jitted()
-    walk(
-        scratch.orig, n_orig, frame_mode, t.next, t.calls, t.accepting, t.byte_class,
-        t.max_depth, t.max_steps, binding.node_byte, binding.node_depth, binding.subtree_end,
-        binding.token_start, binding.token_ids, binding.byte_token, scratch.own, scratch.keep,
-        scratch.ext, scratch.height, out_words, open_words, scratch.heights,
+    n_open, max_height = _jitted()(
+        scratch.orig, len(config), frame_mode, starts, ends, t.next, t.calls, t.accepting,
+        t.byte_class, t.max_depth, t.max_steps, binding.node_byte, binding.node_depth,
+        binding.subtree_end, binding.parent, binding.token_start, binding.token_ids,
+        binding.byte_token, scratch.own, scratch.keep, scratch.ext, scratch.height, scratch.path,
+        out_words, scratch.open_roots,
     )  # fmt: skip
-
-
-def check_tokens(
-    binding: Binding, config: Config, tokens: np.ndarray, out_words: np.ndarray, scratch: Scratch
-) -> None:
-    """OR into `out_words` the tokens of `tokens` (int32 ids of byte tokens) viable from `config`."""
-    _require("tokens", tokens, np.int32, 1)
-    _require("out_words", out_words, np.uint32, 1)
-    n_orig = _load_config(binding, config, scratch)
-    t = binding.tables
-    _, check = _jitted()
-    check(
-        scratch.orig, n_orig, tokens, binding.offsets, binding.data, t.next, t.calls,
-        t.accepting, t.byte_class, t.max_depth, t.max_steps, scratch.row, out_words,
-    )  # fmt: skip
+    return scratch.open_roots[:n_open].copy(), int(max_height)
 
 
 def add_symbol_tokens(binding: Binding, config: Config, words: np.ndarray) -> None:

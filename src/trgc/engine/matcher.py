@@ -55,7 +55,7 @@ class Matcher:
         self._binding = bind(artifact, tokenizer)
         self._cache = cache if cache is not None else MaskCache()
         if precomputed is not None:
-            precomputed.require_key(self._binding.key)
+            precomputed.require(self._binding)
         self._precomputed = precomputed
         self._scratch = Scratch(self._binding)
         self._history: list[Config | None] = [START]

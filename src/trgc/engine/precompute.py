@@ -1,34 +1,35 @@
-"""Precomputed masks per top frame (`FrameMasks`) and building them for every state.
+"""Masks per top state (`FrameEntry`, `FrameMasks`) and precomputing them for every state.
 
 For each state `g` (any machine) the kernel walks the trie once from the single frame `(g)`
 with its callers unknown (`frame_mode`). Every byte token then falls in one of three sets:
   * accepted without leaving the frame (context-independent, given enough stack room: the
     walk records the highest stack `height[g]` any accepted token reaches);
   * rejected without leaving the frame (context-independent: dead whatever lies below);
-  * open: it needs to return out of the frame, so it is checked at run time against the live
-    stack (`kernel.check_tokens`).
+  * open: its path reaches a byte that returns out of the frame. Such tokens form whole trie
+    subtrees; their roots are kept and walked at run time from the live stack.
 The mask at a live configuration `c` with top `g` and depth `D` is then
-`accept[g] | check(open[g], c)` whenever `D - 1 + height[g] <= max_depth` (else the matcher
-falls back to a full walk). A regular grammar (one machine, no calls) never has open tokens,
-so `accept[g]` is its whole mask (the idea of XGrammar's adaptive token-mask cache).
+`accept[g] | walk(open_roots[g], c)` whenever `D - 1 + height[g] <= max_depth` (else the
+matcher falls back to a full walk). A machine nobody calls is always the bottom frame, so its
+states have no open roots: for a regular grammar `accept[g]` is the whole mask. This is the
+idea of XGrammar's adaptive token-mask cache (context-independent tokens precomputed per
+state, context-dependent ones checked against the stack), over trie subtrees.
 
-Masks are stored content-addressed: `accept_id[g]`, `open_id[g]` index one table of distinct
-bitsets (mask 0 is the empty set), so counted repetitions that unroll into many states with
-the same behaviour store each distinct mask once.
+`FrameMasks` stores accept sets content-addressed (`accept_id[g]` into one table of distinct
+bitsets), so counted repetitions that unroll into many states with the same behaviour store
+each distinct mask once; open roots are a CSR list of trie nodes per state.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from trgc.artifact.model import Artifact
 from trgc.engine.binding import Binding, bind
-from trgc.engine.bits import unpack
 from trgc.engine.config import Config
-from trgc.engine.kernel import Scratch, check_tokens, walk_trie
+from trgc.engine.kernel import Scratch, walk_trie
 from trgc.errors import TrgcError
 from trgc.limits import DEFAULT_LIMITS, Limits, check_limit
 
@@ -37,37 +38,24 @@ Progress = Callable[[int, int], None]
 
 @dataclass(frozen=True, eq=False)
 class FrameEntry:
-    """What one top state `g` decides on its own: accepted words, open tokens, stack height."""
+    """What one top state decides on its own: accepted words, open subtree roots, height."""
 
     accept: np.ndarray  # uint32 words (read-only)
-    open_tokens: np.ndarray  # int32 ids that need the live stack
+    open_roots: np.ndarray  # int32 trie nodes whose subtrees need the live stack
     height: int  # highest relative stack any accepted token reaches (>= 1)
 
     @property
     def nbytes(self) -> int:
-        return int(self.accept.nbytes + self.open_tokens.nbytes)
-
-
-def compute_frame(binding: Binding, g: int, scratch: Scratch) -> tuple[np.ndarray, np.ndarray, int]:
-    """(accept words, open words, height) of top state `g`: one frame-mode trie walk.
-
-    A machine nobody calls is always the bottom frame, so returning out of it is rejection
-    rather than an open question.
-    """
-    accept = np.zeros(binding.n_words, dtype=np.uint32)
-    opened = np.zeros(binding.n_words, dtype=np.uint32)
-    scratch.heights[:] = 0
-    frame_mode = bool(binding.tables.has_caller[g])
-    walk_trie(binding, (g,), accept, scratch, frame_mode=frame_mode, open_words=opened)
-    return accept, opened, max(1, int(scratch.heights.max()))
+        return int(self.accept.nbytes + self.open_roots.nbytes)
 
 
 def frame_entry(binding: Binding, g: int, scratch: Scratch) -> FrameEntry:
-    """`compute_frame` as a `FrameEntry` (for the matcher's adaptive cache)."""
-    accept, opened, height = compute_frame(binding, g, scratch)
+    """The `FrameEntry` of global state `g`: one frame-mode trie walk."""
+    accept = np.zeros(binding.n_words, dtype=np.uint32)
+    frame_mode = bool(binding.tables.has_caller[g])
+    roots, height = walk_trie(binding, (g,), accept, scratch, frame_mode=frame_mode)
     accept.flags.writeable = False
-    tokens = np.flatnonzero(unpack(opened, binding.vocab_size)).astype(np.int32)
-    return FrameEntry(accept, tokens, height)
+    return FrameEntry(accept, roots, height)
 
 
 def combine(
@@ -78,31 +66,31 @@ def combine(
     if len(config) - 1 + entry.height > binding.tables.max_depth:
         return None
     words = entry.accept.copy()
-    if len(config) > 1 and entry.open_tokens.size:
-        check_tokens(binding, config, entry.open_tokens, words, scratch)
+    if len(config) > 1 and entry.open_roots.size:
+        walk_trie(binding, config, words, scratch, roots=entry.open_roots)
     return words
 
 
 @dataclass(frozen=True, eq=False)
 class FrameMasks:
-    """Per-state accept/open mask ids over a table of distinct bitsets (see module docstring)."""
+    """Every state's `FrameEntry`, content-addressed (see the module docstring)."""
 
-    key: tuple[str, str, str, str]  # (artifact, tokenizer, compiler version, special policy)
+    key: tuple[str, str, str, str, str]  # Binding.key: artifact, tokenizer, compiler, policy, trie
     vocab_size: int
     max_depth: int
-    accept_id: np.ndarray  # int32[G]
-    open_id: np.ndarray  # int32[G]
+    accept_id: np.ndarray  # int32[G]: row of `masks`
     height: np.ndarray  # int32[G]
-    masks: np.ndarray  # uint32[n_masks, n_words]
-    _open_tokens: dict = field(default_factory=dict, repr=False)
+    open_start: np.ndarray  # int32[G + 1]: CSR into open_roots
+    open_roots: np.ndarray  # int32: trie nodes
+    masks: np.ndarray  # uint32[n_masks, n_words]; row 0 is the empty set
 
     @property
     def n_states(self) -> int:
         return int(self.accept_id.shape[0])
 
     def require_key(self, key: tuple) -> None:
-        """`E_CACHE_MISMATCH` unless these masks were built for `key`."""
-        names = ("artifact", "tokenizer", "compiler version", "special-token policy")
+        """`E_CACHE_MISMATCH` unless these masks were built for `key` (a `Binding.key`)."""
+        names = ("artifact", "tokenizer", "compiler version", "special-token policy", "trie")
         for name, mine, theirs in zip(names, self.key, key, strict=True):
             if mine != theirs:
                 raise TrgcError(
@@ -111,17 +99,30 @@ class FrameMasks:
                     hint="rebuild it with `trgc masks precompute` for this artifact and tokenizer",
                 )
 
+    def require(self, binding: Binding) -> None:
+        """`require_key`, then check that every index fits `binding` (the kernel trusts them)."""
+        self.require_key(binding.key)
+        n_nodes = binding.node_byte.shape[0]
+        if (
+            self.n_states != binding.tables.accepting.shape[0]
+            or self.masks.shape[1] != binding.n_words
+            or (
+                self.open_roots.size
+                and not 0 < int(self.open_roots.min()) <= int(self.open_roots.max()) < n_nodes
+            )
+        ):
+            raise TrgcError(
+                "E_CACHE_MISMATCH", "mask cache sizes do not match the artifact and trie"
+            )
+
     def entry(self, g: int) -> FrameEntry:
-        """The `FrameEntry` of global state `g` (open-token lists decoded once per mask)."""
-        open_id = int(self.open_id[g])
-        tokens = self._open_tokens.get(open_id)
-        if tokens is None:
-            bits = unpack(self.masks[open_id], self.vocab_size)
-            tokens = self._open_tokens[open_id] = np.flatnonzero(bits).astype(np.int32)
-        return FrameEntry(self.masks[self.accept_id[g]], tokens, int(self.height[g]))
+        """The `FrameEntry` of global state `g` (views, no copies)."""
+        roots = self.open_roots[self.open_start[g] : self.open_start[g + 1]]
+        return FrameEntry(self.masks[self.accept_id[g]], roots, int(self.height[g]))
 
     def nbytes(self) -> int:
-        return int(self.masks.nbytes + 3 * self.accept_id.nbytes)
+        arrays = (self.masks, self.accept_id, self.height, self.open_start, self.open_roots)
+        return int(sum(a.nbytes for a in arrays))
 
 
 def precompute(
@@ -133,38 +134,36 @@ def precompute(
 ) -> FrameMasks:
     """Build `FrameMasks` for every state of every machine of `artifact` over `tokenizer`.
 
-    The distinct masks are bounded by `limits.cache_bytes` (`E_LIMIT_CACHE_BYTES`), checked
-    before each new mask is kept.
+    The stored size is bounded by `limits.cache_bytes` (`E_LIMIT_CACHE_BYTES`), checked before
+    each new distinct mask or open-root list is kept.
     """
     binding = bind(artifact, tokenizer)
     scratch = Scratch(binding)
     n_states = int(binding.tables.accepting.shape[0])
-    words_len = binding.n_words
+    row_bytes = binding.n_words * 4
     ids: dict[bytes, int] = {}
-    table: list[np.ndarray] = []
-
-    def intern(words: np.ndarray) -> int:
-        raw = words.tobytes()
-        found = ids.get(raw)
-        if found is None:
-            check_limit(
-                "cache_bytes",
-                (len(table) + 1) * words_len * 4 + 12 * n_states,
-                limits.cache_bytes,
-                "precomputed masks",
-            )
-            found = ids[raw] = len(table)
-            table.append(words)
-        return found
-
-    intern(np.zeros(words_len, dtype=np.uint32))
+    table: list[np.ndarray] = [np.zeros(binding.n_words, dtype=np.uint32)]
+    ids[table[0].tobytes()] = 0
     accept_id = np.zeros(n_states, dtype=np.int32)
-    open_id = np.zeros(n_states, dtype=np.int32)
     height = np.ones(n_states, dtype=np.int32)
+    open_start = np.zeros(n_states + 1, dtype=np.int32)
+    roots: list[np.ndarray] = []
+    n_roots = 0
     for g in range(n_states):
-        accept, opened, height[g] = compute_frame(binding, g, scratch)
-        accept_id[g] = intern(accept)
-        open_id[g] = intern(opened)
+        entry = frame_entry(binding, g, scratch)
+        key = entry.accept.tobytes()
+        found = ids.get(key)
+        size = len(table) * row_bytes + 4 * (n_roots + entry.open_roots.size) + 16 * n_states
+        if found is None or entry.open_roots.size:
+            check_limit("cache_bytes", size + row_bytes, limits.cache_bytes, "precomputed masks")
+        if found is None:
+            found = ids[key] = len(table)
+            table.append(entry.accept)
+        accept_id[g] = found
+        height[g] = entry.height
+        roots.append(entry.open_roots)
+        n_roots += entry.open_roots.size
+        open_start[g + 1] = n_roots
         if progress is not None:
             progress(g + 1, n_states)
     return FrameMasks(
@@ -172,7 +171,8 @@ def precompute(
         vocab_size=binding.vocab_size,
         max_depth=binding.tables.max_depth,
         accept_id=accept_id,
-        open_id=open_id,
         height=height,
+        open_start=open_start,
+        open_roots=np.concatenate([np.zeros(0, dtype=np.int32), *roots]).astype(np.int32),
         masks=np.stack(table),
     )

@@ -6,17 +6,20 @@ Canonical layout (all integers little-endian):
     version    u32      1
     header_len u32      length of the header
     header     canonical JSON (sorted keys, no whitespace): format, artifact, tokenizer,
-               compiler, policy, vocab_size, max_depth, n_states, n_masks, n_words
+               compiler, policy, trie, vocab_size, max_depth, n_states, n_roots, n_masks,
+               n_words
     padding    zero bytes up to a multiple of 4
-    accept_id  int32[n_states]
-    open_id    int32[n_states]
-    height     int32[n_states]
-    masks      uint32[n_masks, n_words]
+    accept_id  int32[n_states]        row of `masks` holding the state's accept set
+    height     int32[n_states]        highest relative stack of an accepted token (>= 1)
+    open_start int32[n_states + 1]    CSR into open_roots (0, non-decreasing, ends n_roots)
+    open_roots int32[n_roots]         trie nodes (of the trie named by `trie`)
+    masks      uint32[n_masks, n_words]  distinct bitsets, row 0 the empty set
     digest     32 bytes: SHA-256 of everything above
 
 The identity is `sha256:` + SHA-256 of these bytes (digest included); compression settings
 never change it. Anything that does not decode exactly, or a file built for another artifact,
-tokenizer, compiler version or special-token policy, is refused with `E_CACHE_MISMATCH`.
+tokenizer, compiler version, special-token policy or trie layout, is refused with
+`E_CACHE_MISMATCH`.
 """
 
 from __future__ import annotations
@@ -43,9 +46,15 @@ def _canonical_json(value: object) -> bytes:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
+HEADER_KEYS = (
+    "format", "artifact", "tokenizer", "compiler", "policy", "trie", "vocab_size", "max_depth",
+    "n_states", "n_roots", "n_masks", "n_words",
+)  # fmt: skip
+
+
 def to_bytes(masks: FrameMasks) -> bytes:
     """The canonical uncompressed bytes of `masks`."""
-    artifact, tokenizer, compiler, policy = masks.key
+    artifact, tokenizer, compiler, policy, trie = masks.key
     header = _canonical_json(
         {
             "format": FORMAT,
@@ -53,9 +62,11 @@ def to_bytes(masks: FrameMasks) -> bytes:
             "tokenizer": tokenizer,
             "compiler": compiler,
             "policy": policy,
+            "trie": trie,
             "vocab_size": masks.vocab_size,
             "max_depth": masks.max_depth,
             "n_states": masks.n_states,
+            "n_roots": int(masks.open_roots.shape[0]),
             "n_masks": int(masks.masks.shape[0]),
             "n_words": int(masks.masks.shape[1]),
         }
@@ -64,8 +75,9 @@ def to_bytes(masks: FrameMasks) -> bytes:
     body += b"\0" * (-len(body) % 4)
     for array, dtype in (
         (masks.accept_id, "<i4"),
-        (masks.open_id, "<i4"),
         (masks.height, "<i4"),
+        (masks.open_start, "<i4"),
+        (masks.open_roots, "<i4"),
         (masks.masks, "<u4"),
     ):
         body += np.ascontiguousarray(array, dtype=dtype).tobytes()
@@ -109,37 +121,47 @@ def from_bytes(data: bytes, *, source: str | None = None) -> FrameMasks:
         header = json.loads(body[start : start + header_len].decode())
     except (UnicodeDecodeError, ValueError):
         raise _refuse("header is not JSON", source) from None
-    keys = {"format", "artifact", "tokenizer", "compiler", "policy", "vocab_size", "max_depth"}
-    keys |= {"n_states", "n_masks", "n_words"}
-    if not isinstance(header, dict) or set(header) != keys or header["format"] != FORMAT:
+    if not isinstance(header, dict) or sorted(header) != sorted(HEADER_KEYS):
         raise _refuse("header fields are not those of trgc-masks-1", source)
-    if _canonical_json(header) != body[start : start + header_len]:
-        raise _refuse("header is not canonical JSON", source)
-    n_states, n_masks, n_words = header["n_states"], header["n_masks"], header["n_words"]
+    if header["format"] != FORMAT or _canonical_json(header) != body[start : start + header_len]:
+        raise _refuse("header is not the canonical trgc-masks-1 header", source)
+    counts = [header[k] for k in ("vocab_size", "n_states", "n_roots", "n_masks", "n_words")]
+    if not all(isinstance(c, int) and c >= 0 for c in counts):
+        raise _refuse("header sizes are not non-negative integers", source)
+    vocab_size, n_states, n_roots, n_masks, n_words = counts
     offset = start + header_len
     offset += -offset % 4
-    expected = offset + 4 * (3 * n_states + n_masks * n_words)
-    if expected != len(body) or n_words != (header["vocab_size"] + 31) // 32 or n_masks < 1:
+    expected = offset + 4 * (3 * n_states + 1 + n_roots + n_masks * n_words)
+    if expected != len(body) or n_words != (vocab_size + 31) // 32 or n_masks < 1:
         raise _refuse("section sizes do not match the header", source)
     arrays = []
-    for count, dtype in ((n_states, "<i4"), (n_states, "<i4"), (n_states, "<i4")):
-        arrays.append(np.frombuffer(body, dtype=dtype, count=count, offset=offset).astype(np.int32))
+    for count in (n_states, n_states, n_states + 1, n_roots):
+        arrays.append(np.frombuffer(body, dtype="<i4", count=count, offset=offset).astype(np.int32))
         offset += 4 * count
+    accept_id, height, open_start, open_roots = arrays
     table = np.frombuffer(body, dtype="<u4", count=n_masks * n_words, offset=offset)
-    accept_id, open_id, height = arrays
-    if n_states and (
-        min(accept_id.min(), open_id.min()) < 0
-        or max(accept_id.max(), open_id.max()) >= n_masks
-        or height.min() < 1
+    if (
+        (n_states and (accept_id.min() < 0 or accept_id.max() >= n_masks or height.min() < 1))
+        or open_start[0] != 0
+        or open_start[-1] != n_roots
+        or (np.diff(open_start) < 0).any()
+        or (n_roots and open_roots.min() < 1)
     ):
-        raise _refuse("a state points outside the mask table", source)
+        raise _refuse("an index points outside its table", source)
     masks = FrameMasks(
-        key=(header["artifact"], header["tokenizer"], header["compiler"], header["policy"]),
-        vocab_size=header["vocab_size"],
+        key=(
+            header["artifact"],
+            header["tokenizer"],
+            header["compiler"],
+            header["policy"],
+            header["trie"],
+        ),
+        vocab_size=vocab_size,
         max_depth=header["max_depth"],
         accept_id=accept_id,
-        open_id=open_id,
         height=height,
+        open_start=open_start,
+        open_roots=open_roots,
         masks=table.astype(np.uint32).reshape(n_masks, n_words),
     )
     if to_bytes(masks) != data:

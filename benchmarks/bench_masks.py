@@ -1,0 +1,242 @@
+"""Mask-engine benchmark: teacher-force real JSON documents and time every mask.
+
+For each vocabulary (Llama-3 and Qwen3 by default) the documents of a JSONSchemaBench instance
+subset are serialised with `json.dumps` (", " and ": " separators), tokenised with the
+`tokenizers` library, and replayed token by token through `trgc.Matcher` over
+`grammars/json.trg`; before each token the mask is written into a caller's int32 bitmask
+buffer (`fill_bitmask`), which is what is timed. Reported per vocabulary:
+
+  * time to first mask: compile + tokenizer binding + first mask (cold, numba cache warm);
+  * per-token mask time (mean, p50, p99, max) without a precomputed cache (the adaptive
+    per-state cache warms up over the run) and with one from `precompute`;
+  * cache hit rate (masks served from the in-memory cache or a reused per-state entry);
+  * precompute time, distinct masks and `.trm` file size;
+  * llguidance on the same tokens (generic JSON, flexible whitespace) if it is installed,
+    and the ratios. xgrammar is not run: its wheel depends on torch.
+
+Run: .venv/bin/python benchmarks/bench_masks.py [--docs 200] [--vocab llama3 qwen3] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared"
+VOCABS = {
+    "llama3": ROOT / "tokenizers/llama3/tokenizer.json.zst",
+    "qwen3": ROOT / "tokenizers/qwen3/tokenizer.json.zst",
+}
+CORPUS = SHARED / "corpora/jsonschemabench-instances"
+
+
+def load_documents(subset: str, limit: int) -> list[bytes]:
+    docs = []
+    with gzip.open(CORPUS / f"{subset}.jsonl.gz", "rt", encoding="utf-8") as handle:
+        for line in handle:
+            record = json.loads(line)
+            if record["valid"]:
+                docs.append(json.dumps(record["data"], ensure_ascii=False).encode())
+            if len(docs) >= limit:
+                break
+    return docs
+
+
+def stats(times: list[float]) -> dict:
+    a = np.asarray(times) * 1e3
+    return {
+        "n": int(a.size),
+        "mean_ms": round(float(a.mean()), 4),
+        "p50_ms": round(float(np.percentile(a, 50)), 4),
+        "p99_ms": round(float(np.percentile(a, 99)), 4),
+        "max_ms": round(float(a.max()), 4),
+    }
+
+
+def tokenize(raw_json: bytes, docs: list[bytes], table) -> list[list[int]]:
+    import tokenizers
+
+    hf = tokenizers.Tokenizer.from_str(raw_json.decode())
+    out = []
+    for doc in docs:
+        ids = hf.encode(doc.decode(), add_special_tokens=False).ids
+        if b"".join(table.token_bytes(i) for i in ids) == doc:
+            out.append(ids)
+    return out
+
+
+def run_trgc(art, table, sequences, *, precomputed=None) -> dict:
+    import trgc
+
+    cache = trgc.MaskCache()
+    buffer = np.zeros((1, (table.vocab_size + 31) // 32), dtype=np.int32)
+    times, sources = [], {"cache": 0, "frame": 0, "walk": 0}
+    for ids in sequences:
+        m = trgc.Matcher(art, table, cache=cache, precomputed=precomputed)
+        for token in ids:
+            start = time.perf_counter()
+            m.fill_bitmask(buffer, 0)
+            times.append(time.perf_counter() - start)
+            sources[m.last_source] += 1
+            m.advance(token)
+        if not m.is_accepting():
+            raise SystemExit("a corpus document was not accepted: benchmark input is wrong")
+    total = sum(sources.values())
+    return {
+        **stats(times),
+        "hit_rate": round((sources["cache"] + sources["frame"]) / total, 4),
+        "sources": sources,
+    }
+
+
+def run_llguidance(raw_json: bytes, sequences) -> dict | None:
+    try:
+        import llguidance
+        import llguidance.numpy as lnp
+    except ImportError:
+        return None
+    with tempfile.NamedTemporaryFile(suffix=".json") as handle:
+        handle.write(raw_json)
+        handle.flush()
+        started = time.perf_counter()
+        tok = llguidance.LLTokenizer(handle.name)
+        tokenizer_seconds = time.perf_counter() - started
+    grammar = llguidance.LLMatcher.grammar_from_json_schema(
+        {}, defaults={"whitespace_flexible": True}
+    )
+    bitmask = lnp.allocate_token_bitmask(1, tok.vocab_size)
+    times = []
+    first = None
+    for ids in sequences:
+        started = time.perf_counter()
+        matcher = llguidance.LLMatcher(tok, grammar)
+        if first is None:
+            lnp.fill_next_token_bitmask(matcher, bitmask, 0)
+            first = time.perf_counter() - started
+        for token in ids:
+            start = time.perf_counter()
+            lnp.fill_next_token_bitmask(matcher, bitmask, 0)
+            times.append(time.perf_counter() - start)
+            if not matcher.consume_token(token):
+                raise SystemExit(f"llguidance refused a token: {matcher.get_error()}")
+    return {
+        **stats(times),
+        "tokenizer_seconds": round(tokenizer_seconds, 3),
+        "first_mask_seconds": round(first, 4),
+    }
+
+
+def bench_vocab(name: str, docs: list[bytes], peers: bool) -> dict:
+    import zstandard
+
+    import trgc
+    from trgc.engine import trm
+    from trgc.engine.precompute import precompute
+
+    raw_json = zstandard.ZstdDecompressor().decompress(
+        VOCABS[name].read_bytes(), max_output_size=1 << 30
+    )
+    table = trgc.load_tokenizer(VOCABS[name])
+    _ = table.trie  # the table's own trie build is the tokenizer layer's cost, reported apart
+    sequences = tokenize(raw_json, docs, table)
+    source = (ROOT / "grammars/json.trg").read_text(encoding="utf-8")
+
+    warm = trgc.compile_grammar(source)  # warms numba's on-disk cache for the cold timing
+    trgc.Matcher(warm, table).allowed_tokens()
+    started = time.perf_counter()
+    art = trgc.compile_grammar(source)
+    compiled = time.perf_counter()
+    first = trgc.Matcher(art, table)
+    first.allowed_tokens_packed()
+    done = time.perf_counter()
+
+    adaptive = run_trgc(art, table, sequences)
+    started_pre = time.perf_counter()
+    masks = precompute(art, table)
+    pre_seconds = time.perf_counter() - started_pre
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "json.trm"
+        trm.save_masks(masks, path)
+        file_bytes = path.stat().st_size
+    with_cache = run_trgc(trgc.compile_grammar(source), table, sequences, precomputed=masks)
+    result = {
+        "vocab": name,
+        "vocab_size": table.vocab_size,
+        "documents": len(sequences),
+        "tokens": sum(map(len, sequences)),
+        "time_to_first_mask_s": round(done - started, 4),
+        "compile_s": round(compiled - started, 4),
+        "bind_and_first_mask_s": round(done - compiled, 4),
+        "no_precompute": adaptive,
+        "precompute": {
+            "seconds": round(pre_seconds, 3),
+            "states": masks.n_states,
+            "distinct_masks": int(masks.masks.shape[0]),
+            "mask_bytes": int(masks.masks.nbytes),
+            "file_bytes": file_bytes,
+        },
+        "with_precompute": with_cache,
+    }
+    if peers:
+        peer = run_llguidance(raw_json, sequences)
+        result["llguidance"] = peer or "not installed (pip install .[bench])"
+        if peer:
+            result["ratio_p50_vs_llguidance"] = {
+                "no_precompute": round(adaptive["p50_ms"] / max(peer["p50_ms"], 1e-9), 2),
+                "with_precompute": round(with_cache["p50_ms"] / max(peer["p50_ms"], 1e-9), 2),
+            }
+    result["xgrammar"] = "not run: its wheel depends on torch"
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--docs", type=int, default=200, help="documents per vocabulary")
+    parser.add_argument("--subset", default="Glaiveai2K", help="JSONSchemaBench instance subset")
+    parser.add_argument("--vocab", nargs="+", default=list(VOCABS), choices=list(VOCABS))
+    parser.add_argument("--no-peers", action="store_true", help="skip llguidance")
+    parser.add_argument("--json", action="store_true", help="print one JSON document")
+    args = parser.parse_args()
+    docs = load_documents(args.subset, args.docs)
+    results = [bench_vocab(v, docs, not args.no_peers) for v in args.vocab]
+    if args.json:
+        print(json.dumps(results, indent=2, sort_keys=True))
+        return
+    for r in results:
+        print(
+            f"== {r['vocab']} (V={r['vocab_size']}): {r['documents']} documents, {r['tokens']} tokens"
+        )
+        print(
+            f"  time to first mask {r['time_to_first_mask_s'] * 1e3:.1f} ms (compile {r['compile_s'] * 1e3:.1f} ms)"
+        )
+        for label in ("no_precompute", "with_precompute"):
+            s = r[label]
+            print(
+                f"  {label:16} mean {s['mean_ms']:.4f}  p50 {s['p50_ms']:.4f}  p99 {s['p99_ms']:.4f}  max {s['max_ms']:.3f} ms  hit rate {s['hit_rate']:.3f}"
+            )
+        p = r["precompute"]
+        print(
+            f"  precompute {p['seconds']:.2f} s, {p['states']} states, {p['distinct_masks']} distinct masks, {p['mask_bytes']:,} bytes, file {p['file_bytes']:,} bytes"
+        )
+        peer = r.get("llguidance")
+        if isinstance(peer, dict):
+            print(
+                f"  llguidance       mean {peer['mean_ms']:.4f}  p50 {peer['p50_ms']:.4f}  p99 {peer['p99_ms']:.4f}  max {peer['max_ms']:.3f} ms  (first mask {peer['first_mask_seconds'] * 1e3:.1f} ms after a {peer['tokenizer_seconds']:.2f} s tokenizer load)"
+            )
+            print(f"  p50 ratio trgc/llguidance: {r['ratio_p50_vs_llguidance']}")
+        elif peer:
+            print(f"  llguidance: {peer}")
+        print(f"  xgrammar: {r['xgrammar']}")
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

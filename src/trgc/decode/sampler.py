@@ -297,7 +297,7 @@ def sample(
     if settings.min_p > 0.0:
         weights[weights < settings.min_p] = 0.0
     # 8. top-k
-    if settings.top_k > 0:
+    if 0 < settings.top_k < int(np.count_nonzero(weights)):
         keep_k = np.zeros(weights.shape[0], dtype=bool)
         keep_k[_top(weights, settings.top_k)] = True
         weights[~keep_k] = 0.0

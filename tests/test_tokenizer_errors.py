@@ -208,3 +208,54 @@ def test_cli_build_failure_leaves_no_file(tmp_path):
     assert result.exit_code == 2
     assert json.loads(result.stderr)["error"]["code"] == "E_TOKENIZER_JSON"
     assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["src"]
+
+
+def sp_doc() -> dict:
+    return json.loads((SYNTH / "sp-bytefallback" / "tokenizer.json").read_text(encoding="utf-8"))
+
+
+def test_metaspace_layout_builds_and_verifies(tmp_path):
+    """The newer HF layout (Metaspace pre-tokenizer and decoder) maps like the legacy one."""
+    from trgc.tokenizer.verify import verify_table
+
+    doc = sp_doc()
+    doc["normalizer"] = None
+    doc["pre_tokenizer"] = {
+        "type": "Metaspace",
+        "replacement": "▁",
+        "prepend_scheme": "first",
+        "split": False,
+    }
+    doc["decoder"] = {
+        "type": "Metaspace",
+        "replacement": "▁",
+        "prepend_scheme": "first",
+        "split": False,
+    }
+    path = write(tmp_path, "tokenizer.json", doc)
+    tab = build_table(path)
+    legacy = build_table(SYNTH / "sp-bytefallback")
+    assert (tab.kinds == legacy.kinds).all() and tab.data.tobytes() == legacy.data.tobytes()
+    assert (tab.offsets == legacy.offsets).all() and tab.special_tokens == legacy.special_tokens
+    report = verify_table(path, tab, "the {} x\n  世界 é\u0301 ok")
+    assert report.ok, report.to_dict()
+
+
+def test_unigram_with_byte_fallback_is_accepted(tmp_path):
+    doc = sp_doc()
+    vocab = sorted(doc["model"]["vocab"].items(), key=lambda kv: kv[1])
+    doc["model"] = {
+        "type": "Unigram",
+        "unk_id": 0,
+        "byte_fallback": True,
+        "vocab": [[piece, -1.0] for piece, _ in vocab],
+    }
+    tab = build_table(write(tmp_path, "tokenizer.json", doc))
+    assert tab.special_tokens["<unk>"] == 0 and tab.token_bytes(3 + 0x41) == b"A"
+    assert tab.metadata["source_format"] == "hf-tokenizer-json/unigram-sentencepiece"
+
+
+def test_sentencepiece_style_without_byte_fallback(tmp_path):
+    doc = sp_doc()
+    doc["model"]["byte_fallback"] = False
+    assert code_of(write(tmp_path, "tokenizer.json", doc)) == "E_TOKENIZER_MODEL_TYPE"

@@ -138,6 +138,8 @@ def load_tokenizer_json(path: Path) -> Vocab:
         )
     else:
         unk = model.get("unk_token")
+        if kind == "Unigram" and isinstance(model.get("unk_id"), int):
+            unk = next((text for text, i in vocab.items() if i == model["unk_id"]), None)
         fallback = bool(model.get("byte_fallback"))
         for text, i in vocab.items():
             if i in added_ids:

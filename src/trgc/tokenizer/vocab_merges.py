@@ -91,7 +91,9 @@ def load_vocab_merges(vocab_path: Path) -> Vocab:
             continue
         texts.append(text)
         keys.append(i)
-    result.regular = dict(zip(keys, decode_byte_level_many(texts, source=source, ids=keys), strict=True))
+    result.regular = dict(
+        zip(keys, decode_byte_level_many(texts, source=source, ids=keys), strict=True)
+    )
     result.added += unreachable
     result.extra["unreachable_entries_as_special"] = sorted(a.content for a in unreachable)
     return result

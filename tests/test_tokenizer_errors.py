@@ -148,16 +148,14 @@ def test_corrupted_and_truncated_zstd(tmp_path):
         (SYNTH / "json-bytelevel" / "tokenizer.json").read_bytes()
     )
     assert build_table(write(tmp_path / "ok", "tokenizer.json.zst", raw)).vocab_size == 276
-    assert (
-        code_of(write(tmp_path / "cut", "tokenizer.json.zst", raw[: len(raw) // 2]))
-        == "E_TOKENIZER_ZSTD"
-    )
+    with pytest.raises(TrgcError) as err:
+        build_table(write(tmp_path / "cut", "tokenizer.json.zst", raw[: len(raw) // 2]))
+    assert err.value.code == "E_TOKENIZER_ZSTD" and err.value.details["truncated"]
     flipped = bytearray(raw)
     flipped[len(raw) // 2] ^= 0xFF
-    assert (
-        code_of(write(tmp_path / "flip", "tokenizer.json.zst", bytes(flipped)))
-        == "E_TOKENIZER_ZSTD"
-    )
+    with pytest.raises(TrgcError) as err:
+        build_table(write(tmp_path / "flip", "tokenizer.json.zst", bytes(flipped)))
+    assert err.value.code == "E_TOKENIZER_ZSTD" and not err.value.details["truncated"]
     assert code_of(write(tmp_path / "plain", "tokenizer.json.zst", b"{}")) == "E_TOKENIZER_ZSTD"
 
 

@@ -45,7 +45,11 @@ def read_source(path: Path, *, limit: int = MAX_SOURCE_BYTES) -> bytes:
 
 
 def decompress_zstd(raw: bytes, *, source: str, limit: int = MAX_SOURCE_BYTES) -> bytes:
-    """Decompress one complete zstd frame, refusing corruption, truncation and oversized output."""
+    """Decompress one complete zstd frame, refusing corruption, truncation and oversized output.
+
+    A failure is `E_TOKENIZER_ZSTD` with `details["truncated"]` telling a cut-off frame (the
+    data decodes cleanly but ends early) from corrupted data.
+    """
     import zstandard
 
     try:
@@ -59,12 +63,27 @@ def decompress_zstd(raw: bytes, *, source: str, limit: int = MAX_SOURCE_BYTES) -
     try:
         return zstandard.ZstdDecompressor().decompress(raw, max_output_size=limit)
     except zstandard.ZstdError as exc:
+        truncated = declared >= 0 and _ends_early(raw)
         raise TrgcError(
             "E_TOKENIZER_ZSTD",
-            f"corrupted or truncated zstd data: {exc}",
+            ("truncated zstd frame: " if truncated else "corrupted zstd data: ") + str(exc),
             source=source,
             hint="re-download or re-compress the file (zstd -t FILE checks it)",
+            details={"truncated": truncated},
         ) from None
+
+
+def _ends_early(raw: bytes) -> bool:
+    """True when the frame decodes without error but stops before its end (output is bounded
+    by the declared content size, which the caller has checked)."""
+    import zstandard
+
+    stream = zstandard.ZstdDecompressor().decompressobj()
+    try:
+        stream.decompress(raw)
+    except zstandard.ZstdError:
+        return False
+    return not stream.eof
 
 
 def sha256_hex(data: bytes) -> str:

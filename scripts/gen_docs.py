@@ -3,7 +3,7 @@
     python scripts/gen_docs.py          # rewrite them
     python scripts/gen_docs.py --check  # exit 1 if any committed page is stale
 
-Pages: docs/errors.md (from trgc.errors.CODES).
+Pages: docs/errors.md (from trgc.errors.CODES), docs/trj-1.md (from the trj-1 keyword matrix).
 """
 
 from __future__ import annotations
@@ -35,7 +35,13 @@ def errors_page() -> str:
     return "\n".join(lines) + "\n"
 
 
-PAGES = {"docs/errors.md": errors_page}
+def trj1_page() -> str:
+    from trgc.grammar.schema.docs import trj1_page as render
+
+    return render()
+
+
+PAGES = {"docs/errors.md": errors_page, "docs/trj-1.md": trj1_page}
 
 
 def main(argv: list[str]) -> int:

@@ -27,6 +27,7 @@ app = typer.Typer(
 COMMAND_MODULES: tuple[str, ...] = (
     "trgc.cli.tokenizer_cmds",
     "trgc.cli.compile_cmds",
+    "trgc.cli.schema_cmds",
     "trgc.cli.tools_cmds",
     "trgc.cli.release_cmds",
     "trgc.cli.masks_cmds",

@@ -159,6 +159,26 @@ KEYWORDS: tuple[Keyword, ...] = (
     Keyword("deprecated", ANNOTATION, "any", "annotation"),
     Keyword("readOnly", ANNOTATION, "any", "annotation"),
     Keyword("writeOnly", ANNOTATION, "any", "annotation"),
+    # extension annotations of named conventions (no validation meaning anywhere)
+    Keyword(
+        "x-*",
+        ANNOTATION,
+        "any",
+        "vendor extensions (OpenAPI, Kubernetes): every keyword starting with `x-`",
+    ),
+    Keyword("example", ANNOTATION, "any", "OpenAPI annotation"),
+    Keyword(
+        "self",
+        ANNOTATION,
+        "core",
+        "Snowplow self-describing schema metadata (vendor, name, format, version)",
+    ),
+    Keyword("markdownDescription", ANNOTATION, "any", "VS Code JSON language service annotation"),
+    Keyword(
+        "markdownEnumDescriptions", ANNOTATION, "any", "VS Code JSON language service annotation"
+    ),
+    Keyword("enumDescriptions", ANNOTATION, "any", "VS Code JSON language service annotation"),
+    Keyword("deprecationMessage", ANNOTATION, "any", "VS Code JSON language service annotation"),
     # deferred (report, "Bounded JSON profile: trj-1")
     Keyword("pattern", UNSUPPORTED, "string", "deferred: regular expressions"),
     Keyword("patternProperties", UNSUPPORTED, "object", "deferred"),
@@ -194,7 +214,15 @@ KEYWORDS: tuple[Keyword, ...] = (
     Keyword("contentSchema", UNSUPPORTED, "string", "deferred: content vocabulary"),
 )
 
-STATUS: dict[str, str] = {k.name: k.status for k in KEYWORDS}
+STATUS: dict[str, str] = {k.name: k.status for k in KEYWORDS if not k.name.endswith("*")}
+
+
+def status_of(keyword: str) -> str | None:
+    """The matrix status of a keyword (None when the matrix does not list it)."""
+    if keyword.startswith("x-"):
+        return ANNOTATION
+    return STATUS.get(keyword)
+
 
 SUPPORTED_FORMATS: tuple[str, ...] = ("date", "date-time", "time", "uuid")
 
@@ -211,5 +239,6 @@ PROFILE_RULES: dict[str, str] = {
     "canonical-constants": "enum/const values and declared member names are written in canonical form (json.dumps, ensure_ascii=False)",
     "type-inference": "a schema without `type` admits only the types its keywords constrain (e.g. `properties` implies an object)",
     "max-depth": "recursive references and values of unconstrained schemas nest at most max_depth deep",
+    "unsatisfiable": "a schema no value satisfies is refused (E_UNSATISFIABLE) instead of compiling an empty language",
     "format-shape": "date, time, date-time and uuid are enforced as shape (upper-case T/Z, no leap second); this is stricter than annotation-only format",
 }

@@ -26,19 +26,19 @@ from trgc.grammar.schema import numbers, strings
 from trgc.grammar.schema.keywords import (
     ANNOTATION,
     NORMALISED,
-    STATUS,
     SUPPORTED,
     SUPPORTED_FORMATS,
+    status_of,
 )
 from trgc.grammar.schema.nodes import Builder
 from trgc.grammar.schema.normalize import (
-    ANNOTATIONS,
     CONTAINERS,
     SCHEMA_LISTS,
     View,
     assertion_keys,
     detect_draft,
     escape_token,
+    is_annotation,
     view,
 )
 from trgc.grammar.schema.refs import resolve, root_base
@@ -239,7 +239,7 @@ class Lowering:
 
     def _check_keywords(self, v: View, pointer: str) -> None:
         for key, (_value, ptr) in v.items():
-            status = STATUS.get(key)
+            status = status_of(key)
             if status is None:
                 raise unsupported(
                     key,
@@ -411,7 +411,7 @@ class Lowering:
         ]
         for part in parts:
             for key, entry in part.items():
-                if key in ANNOTATIONS or key in CONTAINERS:
+                if is_annotation(key) or key in CONTAINERS:
                     continue
                 if key == "const":
                     key, entry = "enum", ([entry[0]], entry[1])

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 from trgc.errors import TrgcError
+from trgc.grammar.schema.keywords import ANNOTATION, KEYWORDS
 
 Entry = tuple[object, str]
 View = dict[str, Entry]
@@ -30,20 +31,9 @@ _DRAFTS = {
     "draft/2020-12/schema": DRAFT_2020,
 }
 
+# annotations of the matrix, plus draft-04 `id` (read as `$id`)
 ANNOTATIONS = frozenset(
-    {
-        "title",
-        "description",
-        "default",
-        "examples",
-        "$comment",
-        "deprecated",
-        "readOnly",
-        "writeOnly",
-        "$schema",
-        "$id",
-        "id",
-    }
+    {k.name for k in KEYWORDS if k.status == ANNOTATION and not k.name.endswith("*")} | {"id"}
 )
 CONTAINERS = frozenset({"$defs", "definitions"})
 
@@ -142,6 +132,10 @@ def _index_children(out: View) -> None:
             out[key] = ([(sub, child(ptr, i)) for i, sub in enumerate(value)], ptr)
 
 
+def is_annotation(key: str) -> bool:
+    return key in ANNOTATIONS or key.startswith("x-")
+
+
 def assertion_keys(v: View) -> list[str]:
     """The keywords of a view that constrain values (not annotations, not containers)."""
-    return [k for k in v if k not in ANNOTATIONS and k not in CONTAINERS]
+    return [k for k in v if not is_annotation(k) and k not in CONTAINERS]

@@ -1,0 +1,198 @@
+"""trj-1 coverage over real schemas (JSONSchemaBench) and the MaskBench-style instance check.
+
+For every schema of every subset: compile it and record compiled / unsupported (by keyword) /
+failed (by code) and the compile time. For every compiled schema with upstream instances,
+each valid instance (re-serialised canonically for the schema) must be accepted and each
+invalid one rejected; a schema *passes* when all its instances do. An accepted invalid
+instance is a soundness failure and is listed by schema and instance index.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from trgc.artifact.build_schema import compile_schema
+from trgc.artifact.check import check
+from trgc.errors import TrgcError
+from trgc.grammar.schema.canonical import canonical_instance
+from trgc.limits import Limits
+
+
+@dataclass
+class SchemaResult:
+    subset: str
+    file: str
+    outcome: str  # "compiled", "unsupported", or an error code
+    keyword: str | None
+    compile_seconds: float
+    valid: tuple[int, int] = (0, 0)  # (accepted, total)
+    invalid: tuple[int, int] = (0, 0)  # (rejected, total)
+    wrongly_accepted: list[int] = field(
+        default_factory=list
+    )  # indices of accepted invalid instances
+
+    @property
+    def has_instances(self) -> bool:
+        return self.valid[1] + self.invalid[1] > 0
+
+    @property
+    def passes(self) -> bool:
+        return (
+            self.outcome == "compiled"
+            and self.has_instances
+            and self.valid[0] == self.valid[1]
+            and self.invalid[0] == self.invalid[1]
+        )
+
+
+def read_instances(path: Path) -> dict[str, list[tuple[bool, object]]]:
+    """`file -> [(valid, data), ...]` from one `<Subset>.jsonl.gz`."""
+    out: dict[str, list[tuple[bool, object]]] = {}
+    try:
+        with gzip.open(path, "rt", encoding="utf-8") as handle:
+            for line in handle:
+                record = json.loads(line)
+                out.setdefault(record["file"], []).append((bool(record["valid"]), record["data"]))
+    except (OSError, ValueError, KeyError) as exc:
+        raise TrgcError("E_IO", f"cannot read instances: {exc}", source=str(path)) from None
+    return out
+
+
+def subsets_of(bench: Path) -> list[str]:
+    if not bench.is_dir():
+        raise TrgcError("E_IO", "not a JSONSchemaBench folder", source=str(bench))
+    return sorted(p.name for p in bench.iterdir() if p.is_dir())
+
+
+def run_schema(
+    subset: str,
+    path: Path,
+    instances: list[tuple[bool, object]],
+    *,
+    separators: str,
+    limits: Limits | None,
+) -> SchemaResult:
+    raw = path.read_bytes()
+    start = time.perf_counter()
+    try:
+        artifact = compile_schema(raw, separators=separators, limits=limits)
+    except TrgcError as error:
+        elapsed = time.perf_counter() - start
+        if error.code == "E_UNSUPPORTED_KEYWORD":
+            return SchemaResult(
+                subset, path.name, "unsupported", str(error.details.get("keyword")), elapsed
+            )
+        return SchemaResult(subset, path.name, error.code, None, elapsed)
+    elapsed = time.perf_counter() - start
+    schema = json.loads(raw)
+    result = SchemaResult(subset, path.name, "compiled", None, elapsed)
+    va = vt = ir = it = 0
+    for index, (valid, data) in enumerate(instances):
+        accepted = check(artifact, canonical_instance(schema, data, separators)).accepted
+        if valid:
+            vt += 1
+            va += accepted
+        else:
+            it += 1
+            ir += not accepted
+            if accepted:
+                result.wrongly_accepted.append(index)
+    result.valid, result.invalid = (va, vt), (ir, it)
+    return result
+
+
+def run_coverage(
+    bench: Path,
+    instances_dir: Path | None = None,
+    *,
+    subsets: list[str] | None = None,
+    per_subset: int | None = None,
+    separators: str = "compact",
+    limits: Limits | None = None,
+    progress=None,
+) -> list[SchemaResult]:
+    """Every schema of the chosen subsets (the first `per_subset` by name when given)."""
+    results: list[SchemaResult] = []
+    for subset in subsets or subsets_of(bench):
+        files = sorted((bench / subset).glob("*.json"))[:per_subset]
+        inst: dict[str, list[tuple[bool, object]]] = {}
+        if instances_dir is not None and (instances_dir / f"{subset}.jsonl.gz").is_file():
+            inst = read_instances(instances_dir / f"{subset}.jsonl.gz")
+        for path in files:
+            results.append(
+                run_schema(
+                    subset, path, inst.get(path.name, []), separators=separators, limits=limits
+                )
+            )
+            if progress is not None:
+                progress()
+    return results
+
+
+def _percentile(values: list[float], q: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def report(results: list[SchemaResult]) -> dict:
+    """Per-subset counts, keyword and code tallies, instance results and compile times."""
+    subsets: dict[str, dict] = {}
+    for r in results:
+        s = subsets.setdefault(
+            r.subset,
+            {
+                "schemas": 0,
+                "compiled": 0,
+                "unsupported": 0,
+                "unsupported_by_keyword": {},
+                "failed_by_code": {},
+                "with_instances": 0,
+                "passing": 0,
+                "valid_accepted": 0,
+                "valid_total": 0,
+                "invalid_rejected": 0,
+                "invalid_total": 0,
+                "wrongly_accepted": [],
+            },
+        )
+        s["schemas"] += 1
+        if r.outcome == "compiled":
+            s["compiled"] += 1
+        elif r.outcome == "unsupported":
+            s["unsupported"] += 1
+            s["unsupported_by_keyword"][r.keyword] = (
+                s["unsupported_by_keyword"].get(r.keyword, 0) + 1
+            )
+        else:
+            s["failed_by_code"][r.outcome] = s["failed_by_code"].get(r.outcome, 0) + 1
+        if r.outcome == "compiled" and r.has_instances:
+            s["with_instances"] += 1
+            s["passing"] += r.passes
+            s["valid_accepted"] += r.valid[0]
+            s["valid_total"] += r.valid[1]
+            s["invalid_rejected"] += r.invalid[0]
+            s["invalid_total"] += r.invalid[1]
+            s["wrongly_accepted"].extend(f"{r.file}#{i}" for i in r.wrongly_accepted)
+    for s in subsets.values():
+        s["compiled_pct"] = round(100 * s["compiled"] / s["schemas"], 1) if s["schemas"] else 0.0
+        s["unsupported_by_keyword"] = dict(
+            sorted(s["unsupported_by_keyword"].items(), key=lambda kv: (-kv[1], kv[0]))
+        )
+        s["failed_by_code"] = dict(sorted(s["failed_by_code"].items()))
+    times = [r.compile_seconds for r in results if r.outcome == "compiled"]
+    total = {
+        "schemas": len(results),
+        "compiled": sum(r.outcome == "compiled" for r in results),
+        "passing": sum(r.passes for r in results),
+        "wrongly_accepted": sum(len(r.wrongly_accepted) for r in results),
+        "compile_ms_median": round(1000 * _percentile(times, 0.5), 2),
+        "compile_ms_p90": round(1000 * _percentile(times, 0.9), 2),
+        "compile_ms_max": round(1000 * max(times, default=0.0), 2),
+    }
+    return {"subsets": dict(sorted(subsets.items())), "total": total}

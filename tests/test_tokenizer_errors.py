@@ -257,3 +257,37 @@ def test_sentencepiece_style_without_byte_fallback(tmp_path):
     doc = sp_doc()
     doc["model"]["byte_fallback"] = False
     assert code_of(write(tmp_path, "tokenizer.json", doc)) == "E_TOKENIZER_MODEL_TYPE"
+
+
+def test_verify_tiktoken_reads_the_sidecar_itself(tmp_path):
+    """A table whose special ids disagree with the sidecar on disk is a verify problem."""
+    from trgc.tokenizer.verify import verify_table
+
+    path = tiktoken_folder(tmp_path, base_lines(), {"<|end|>": 300})
+    built = build_table(path)
+    assert verify_table(path, built, "plain text, ok").ok
+    write(
+        path.parent,
+        "special_tokens.json",
+        {"tiny": {"pat_str": r"\S+|\s+", "special_tokens": {"<|end|>": 301}}},
+    )
+    report = verify_table(path, built, "plain text, ok")
+    assert not report.ok and any("<|end|>" in p for p in report.problems)
+
+
+def test_cli_inspect_tiktoken_with_sidecar_option():
+    result = CliRunner().invoke(
+        app,
+        [
+            "tokenizer",
+            "inspect",
+            str(FIXTURES / "gpt2" / "r50k_base.tiktoken"),
+            "--specials",
+            str(FIXTURES / "openai-tiktoken" / "special_tokens.json"),
+            "--json",
+            "--no-trie",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["special_tokens"] == {"<|endoftext|>": 50256} and "trie" not in doc

@@ -118,6 +118,9 @@ def inspect_command(
     no_trie: Annotated[
         bool, typer.Option("--no-trie", help="Skip building the trie for its statistics.")
     ] = False,
+    specials: Annotated[
+        Path | None, typer.Option("--specials", metavar="FILE", help=SPECIALS_HELP)
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help=JSON_OPTION_HELP)] = False,
 ) -> None:
     """Show a token table: identity, counts by kind, special tokens, EOS ids, trie statistics
@@ -126,7 +129,7 @@ def inspect_command(
     from trgc.tokenizer.load import load_tokenizer
     from trgc.tokenizer.summary import describe, show_token
 
-    table = load_tokenizer(path)
+    table = load_tokenizer(path, **({"specials": specials} if specials is not None else {}))
     info = describe(table, with_trie=not no_trie)
     for i in token or []:
         if not 0 <= i < table.vocab_size:

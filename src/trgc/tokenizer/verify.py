@@ -265,10 +265,15 @@ def _prefix_space(tok) -> bool:
 
 
 class _TiktokenAdapter(_Adapter):
-    """`tiktoken.Encoding` built from the rank file, as tiktoken's own loader reads it."""
+    """`tiktoken.Encoding` built from the rank file and sidecar, read the way tiktoken reads them."""
 
     def __init__(self, src: Source, table: TokenTable, specials: Path | None) -> None:
         super().__init__(src, table, specials)
+        import json
+
+        from trgc.tokenizer.sources import logical_name
+        from trgc.tokenizer.tiktoken_format import find_sidecar
+
         tiktoken = _need("tiktoken")
         self.name = _version("tiktoken")
         ranks = {}
@@ -276,19 +281,19 @@ class _TiktokenAdapter(_Adapter):
             if line:
                 token, rank = line.split()
                 ranks[base64.b64decode(token)] = int(rank)
-        pat = table.metadata.get("pat_str")
-        if not isinstance(pat, str):
-            raise TrgcError(
-                "E_TOKENIZER_FORMAT",
-                "the special-token sidecar has no pat_str, which tiktoken needs",
-                source=str(src.path),
-            )
+        sidecar = json.loads(find_sidecar(src.path, specials).read_bytes())
+        entry = (
+            sidecar
+            if "special_tokens" in sidecar
+            else sidecar[logical_name(src.path).removesuffix(".tiktoken")]
+        )
         self.ranks = ranks
+        self.specials = dict(entry["special_tokens"])
         self.enc = tiktoken.Encoding(
             src.path.name,
-            pat_str=pat,
+            pat_str=entry["pat_str"],
             mergeable_ranks=ranks,
-            special_tokens=dict(table.special_tokens),
+            special_tokens=self.specials,
         )
 
     def encode(self, text: str) -> list[int]:
@@ -304,7 +309,7 @@ class _TiktokenAdapter(_Adapter):
                     f"token {rank}: rank file bytes {piece.hex()}, table {self.table.token_bytes(rank).hex()}"
                 )
         self.checked = len(self.ranks)
-        return out[:100]
+        return out[:100] + self.compare_specials(self.specials)
 
 
 class _SentencePieceAdapter(_Adapter):

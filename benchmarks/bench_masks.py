@@ -11,6 +11,8 @@ buffer (`fill_bitmask`), which is what is timed. Reported per vocabulary:
     per-state cache warms up over the run) and with one from `precompute`;
   * cache hit rate (masks served from the in-memory cache or a reused per-state entry);
   * precompute time, distinct masks and `.trm` file size;
+  * precompute of a counted repetition (`"\"" [a-z ]{0,500} "\""`, a maxLength-style string
+    that unrolls into hundreds of states): time, states, distinct masks, file size;
   * llguidance on the same tokens (generic JSON, flexible whitespace) if it is installed,
     and the ratios. xgrammar is not run: its wheel depends on torch.
 
@@ -36,6 +38,7 @@ VOCABS = {
     "qwen3": ROOT / "tokenizers/qwen3/tokenizer.json.zst",
 }
 CORPUS = SHARED / "corpora/jsonschemabench-instances"
+COUNTED = '%trg 1\n%start s\ns ::= "\\"" [a-z ]{0,500} "\\"" ;\n'
 
 
 def load_documents(subset: str, limit: int) -> list[bytes]:
@@ -193,6 +196,20 @@ def bench_vocab(name: str, docs: list[bytes], peers: bool) -> dict:
                 "no_precompute": round(adaptive["p50_ms"] / max(peer["p50_ms"], 1e-9), 2),
                 "with_precompute": round(with_cache["p50_ms"] / max(peer["p50_ms"], 1e-9), 2),
             }
+    counted = trgc.compile_grammar(COUNTED)
+    started_pre = time.perf_counter()
+    counted_masks = precompute(counted, table)
+    counted_seconds = time.perf_counter() - started_pre
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "counted.trm"
+        trm.save_masks(counted_masks, path)
+        result["counted_precompute"] = {
+            "seconds": round(counted_seconds, 3),
+            "states": counted_masks.n_states,
+            "distinct_masks": int(counted_masks.masks.shape[0]),
+            "mask_bytes": int(counted_masks.masks.nbytes),
+            "file_bytes": path.stat().st_size,
+        }
     result["xgrammar"] = "not run: its wheel depends on torch"
     return result
 
@@ -225,6 +242,10 @@ def main() -> None:
         p = r["precompute"]
         print(
             f"  precompute {p['seconds']:.2f} s, {p['states']} states, {p['distinct_masks']} distinct masks, {p['mask_bytes']:,} bytes, file {p['file_bytes']:,} bytes"
+        )
+        c = r["counted_precompute"]
+        print(
+            f"  counted repetition: precompute {c['seconds']:.2f} s, {c['states']} states, {c['distinct_masks']} distinct masks, {c['mask_bytes']:,} bytes, file {c['file_bytes']:,} bytes"
         )
         peer = r.get("llguidance")
         if isinstance(peer, dict):

@@ -173,3 +173,28 @@ def test_matcher_refuses_masks_whose_indices_do_not_fit():
     assert "sizes" in _refused(lambda: Matcher(art, TOK, precomputed=bad_roots))
     fewer = replace(masks, accept_id=masks.accept_id[:-1], height=masks.height[:-1])
     assert "sizes" in _refused(lambda: Matcher(art, TOK, precomputed=fewer))
+
+
+def test_suffix_classes_share_walks_exactly():
+    import trgc
+    from engine_fixtures import ROOT
+    from trgc.engine.kernel import Scratch
+    from trgc.engine.precompute import frame_entry, suffix_classes
+
+    tok = trgc.load_tokenizer(ROOT / "tokenizers" / "synthetic" / "json-bytelevel")
+    for source in (
+        '%trg 1\n%start s\ns ::= "\\"" [a-z ]{0,60} "\\"" ;\n',
+        (ROOT / "grammars" / "json.trg").read_text(encoding="utf-8"),
+    ):
+        art = trgc.compile_grammar(source)
+        b = bind(art, tok)
+        classes = suffix_classes(b.tables, b.trie_depth)
+        masks = precompute(art, tok)
+        scratch = Scratch(b)
+        for g in range(masks.n_states):
+            alone = frame_entry(b, g, scratch)
+            shared = masks.entry(g)
+            assert (alone.accept == shared.accept).all() and alone.height == shared.height
+            assert (alone.open_roots == shared.open_roots).all()
+        if "{0,60}" in source:  # the unrolled counter collapses away from its ends
+            assert classes.max() + 1 < masks.n_states - 30

@@ -14,6 +14,11 @@ states have no open roots: for a regular grammar `accept[g]` is the whole mask. 
 idea of XGrammar's adaptive token-mask cache (context-independent tokens precomputed per
 state, context-dependent ones checked against the stack), over trie subtrees.
 
+States that no string of at most `L` bytes can tell apart (`L` = the longest token) have the
+same `FrameEntry`, so `precompute` walks the trie once per class of `suffix_classes` (bounded
+Moore refinement): the hundreds of states a counted repetition such as `[a-z]{0,500}`
+unrolls into collapse to the few within `L` bytes of either end.
+
 `FrameMasks` stores accept sets content-addressed (`accept_id[g]` into one table of distinct
 bitsets), so counted repetitions that unroll into many states with the same behaviour store
 each distinct mask once; open roots are a CSR list of trie nodes per state.
@@ -28,7 +33,7 @@ import numpy as np
 
 from trgc.artifact.model import Artifact
 from trgc.engine.binding import Binding, bind
-from trgc.engine.config import Config
+from trgc.engine.config import Config, Tables
 from trgc.engine.kernel import Scratch, walk_trie
 from trgc.errors import TrgcError
 from trgc.limits import DEFAULT_LIMITS, Limits, check_limit
@@ -69,6 +74,39 @@ def combine(
     if len(config) > 1 and entry.open_roots.size:
         walk_trie(binding, config, words, scratch, roots=entry.open_roots)
     return words
+
+
+def suffix_classes(tables: Tables, rounds: int) -> np.ndarray:
+    """int32[G]: states in one class have the same outcome (dead, open, accepted, stack height)
+    on every byte string of at most `rounds` bytes, hence the same `FrameEntry` when `rounds`
+    is the longest token.
+
+    Moore's partition refinement stopped after `rounds` rounds: start from (machine,
+    accepting); each round splits states whose actions differ in kind, callee or the class of
+    the shift target or return state. A call's return state is only reached after the callee
+    consumed at least one byte, so comparing it one round earlier is sound.
+    """
+    acts = tables.next.astype(np.int64)
+    is_call = acts <= -2
+    call_at = np.where(is_call, -2 - acts, 0)
+    callee = np.where(is_call, tables.calls[call_at, 0] if tables.calls.size else 0, -1)
+    kind = np.where(acts >= 0, 0, np.where(is_call, 1, 2))
+    target = np.where(
+        acts >= 0, acts, np.where(is_call, tables.calls[call_at, 1] if tables.calls.size else 0, 0)
+    )
+    static = np.concatenate([kind, callee], axis=1)
+    base = np.stack([tables.machine_of, tables.accepting.astype(np.int32)], axis=1)
+    _, classes = np.unique(base, axis=0, return_inverse=True)
+    classes = classes.reshape(-1)
+    for _ in range(rounds):
+        moved = np.where(kind == 2, -1, classes[target])
+        signature = np.concatenate([classes[:, None], static, moved], axis=1)
+        _, refined = np.unique(signature, axis=0, return_inverse=True)
+        refined = refined.reshape(-1)
+        if refined.max() == classes.max():
+            break
+        classes = refined
+    return classes.astype(np.int32)
 
 
 @dataclass(frozen=True, eq=False)
@@ -149,8 +187,12 @@ def precompute(
     open_start = np.zeros(n_states + 1, dtype=np.int32)
     roots: list[np.ndarray] = []
     n_roots = 0
+    classes = suffix_classes(binding.tables, binding.trie_depth)
+    walked: dict[int, FrameEntry] = {}
     for g in range(n_states):
-        entry = frame_entry(binding, g, scratch)
+        entry = walked.get(int(classes[g]))
+        if entry is None:
+            entry = walked[int(classes[g])] = frame_entry(binding, g, scratch)
         key = entry.accept.tobytes()
         found = ids.get(key)
         size = len(table) * row_bytes + 4 * (n_roots + entry.open_roots.size) + 16 * n_states

@@ -242,7 +242,7 @@ def _walk_configs(art, seed: int, steps: int):
     return out
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=30, deadline=None, derandomize=True)
 @given(seed=st.integers(0, 2**32 - 1), which=st.sampled_from(["json", "call", "regular"]))
 def test_kernel_equals_reference_on_random_walks(seed, which):
     art = {"json": json_like, "call": tool_call, "regular": regular}[which]()

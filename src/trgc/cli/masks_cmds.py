@@ -9,7 +9,13 @@ from typing import Annotated
 
 import typer
 
-from trgc.cli.common import JSON_OPTION_HELP, print_json, reporting_errors, stdout_console
+from trgc.cli.common import (
+    JSON_OPTION_HELP,
+    print_json,
+    reporting_errors,
+    stderr_console,
+    stdout_console,
+)
 
 masks_app = typer.Typer(
     name="masks",
@@ -72,7 +78,7 @@ def precompute_command(
     if sys.stderr.isatty() and not as_json:
         from rich.progress import Progress
 
-        with Progress(transient=True, console=None) as bar:
+        with Progress(transient=True, console=stderr_console()) as bar:
             task = bar.add_task("precomputing masks", total=None)
             masks = precompute(
                 artifact,

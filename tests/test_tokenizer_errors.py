@@ -291,3 +291,10 @@ def test_cli_inspect_tiktoken_with_sidecar_option():
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
     assert doc["special_tokens"] == {"<|endoftext|>": 50256} and "trie" not in doc
+
+
+def test_special_name_given_two_ids(tmp_path):
+    doc = sp_doc()
+    doc["added_tokens"].append({"id": 300, "content": "<unk>", "special": True})
+    del doc["added_tokens"][0]  # <unk> stays a model special at id 0 (model.unk_token)
+    assert code_of(write(tmp_path, "tokenizer.json", doc)) == "E_TOKENIZER_DUPLICATE_ID"

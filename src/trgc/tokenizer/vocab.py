@@ -125,6 +125,12 @@ def table_from_vocab(
                 f"added token {token.content!r} is given two ids, {added[token.content]} and {token.id}",
                 source=source,
             )
+        if special.get(token.content, token.id) != token.id:
+            raise TrgcError(
+                "E_TOKENIZER_DUPLICATE_ID",
+                f"special token {token.content!r} is given two ids, {special[token.content]} and {token.id}",
+                source=source,
+            )
         seen_added[token.id] = token.content
         if kinds[token.id] in (KIND_NORMAL, KIND_BYTE):
             overridden.append(token.id)

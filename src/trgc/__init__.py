@@ -35,6 +35,7 @@ _LAZY: dict[str, str] = {
     "TokenTable": "trgc.tokenizer.table",
     "Matcher": "trgc.engine.matcher",
     "MaskCache": "trgc.engine.cache",
+    "load_masks": "trgc.engine.trm",
     "SamplerSettings": "trgc.decode.sampler",
     "generate_file": "trgc.decode.session",
     "replay_file": "trgc.decode.session",

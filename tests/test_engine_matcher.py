@@ -269,3 +269,25 @@ def test_step_bound_rejects_malformed_loops():
     assert step_bytes(b.tables, START, b"x") is None
     assert not kernel.allowed_mask(b, START)[tid(b"x")]
     assert not reference.allowed_mask(b, START).any()
+
+
+def test_eos_named_by_the_grammar_is_a_symbol_first():
+    from engine_fixtures import make_artifact
+
+    # s ::= "x" special("<eos>")?   -- the EOS token is also a grammar symbol
+    art = make_artifact(
+        [{"name": "s", "n": 3, "accepting": [1, 2], "edges": {0: {ord("x"): 1}, 1: {"<eos>": 2}}}],
+        specials=("<eos>",),
+    )
+    m = Matcher(art, TOK)
+    assert not m.is_allowed(EOS)
+    m.advance(tid(b"x"))
+    assert m.allowed_tokens()[EOS]
+    m.advance(EOS)  # the grammar admits it here: a step, not the end
+    assert not m.is_terminated() and m.is_accepting()
+    assert np.flatnonzero(m.allowed_tokens()).tolist() == [EOS]
+    m.advance(EOS)  # not admitted by the grammar any more, configuration accepting: the end
+    assert m.is_terminated()
+    b = bind(art, TOK)
+    for config in (START, step_bytes(b.tables, START, b"x")):
+        assert (kernel.allowed_mask(b, config) == reference.allowed_mask(b, config)).all()

@@ -5,8 +5,10 @@ Special-token policy (`SPECIAL_POLICY`, part of every cache key):
     then in its added tokens (Qwen's `<tool_call>` is an added token with special=false); the
     id found is matched *only* as that grammar symbol, never by its bytes. A name the tokenizer
     lacks is `E_SPECIAL_TOKEN_MISSING` when the binding is made;
-  * EOS ids are allowed exactly in accepting configurations and never matched by bytes; an EOS
-    id that the grammar names with `special()` is a grammar symbol instead;
+  * EOS ids are allowed in every accepting configuration, where they end the sequence, and are
+    never matched by bytes. An EOS id that the grammar also names with `special()` is first
+    that grammar symbol: where the grammar admits it, advancing it steps the grammar; where it
+    does not but the configuration is accepting, it ends the sequence;
   * every other token with kind normal or byte-fallback and at least one byte is matched by
     its exact bytes; special tokens the grammar does not name and unused ids are never allowed.
 """
@@ -110,7 +112,6 @@ def bind(artifact: Artifact, tokenizer) -> Binding:
     named = np.zeros(vocab, dtype=bool)
     named[special_ids] = True
     eos = np.array(sorted({int(i) for i in tokenizer.eos_ids}), dtype=np.int64)
-    eos = eos[~named[eos]] if eos.size else eos
     byte_token = ((kinds == KIND_NORMAL) | (kinds == KIND_BYTE)) & (np.diff(offsets) > 0) & ~named
     byte_token[eos] = False
     trie = tokenizer.trie

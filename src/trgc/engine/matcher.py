@@ -168,12 +168,13 @@ class Matcher:
         if config is None or not 0 <= token_id < b.vocab_size:
             return False
         hit = np.flatnonzero(b.special_ids == token_id)
-        if hit.size:
+        if hit.size:  # a grammar symbol first (see the special-token policy in binding.py)
             nxt = step(b.tables, config, int(b.special_syms[hit[0]]))
-            return False if nxt is None else nxt
+            if nxt is not None:
+                return nxt
         if token_id in b.eos_ids:
             return None if is_accepting(b.tables, config) else False
-        if not b.byte_token[token_id]:
+        if hit.size or not b.byte_token[token_id]:
             return False
         nxt = step_bytes(b.tables, config, b.token_bytes(token_id))
         return False if nxt is None else nxt

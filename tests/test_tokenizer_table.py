@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from test_tokenizer_support import SYNTH, check_trie, table
 from trgc.errors import TrgcError
@@ -224,3 +226,36 @@ def test_byte_level_alphabet_round_trip():
     with pytest.raises(TrgcError) as err:
         decode_byte_level_many(["ab", "c d"], ids=[1, 2])
     assert err.value.code == "E_TOKENIZER_BYTE_LEVEL" and "id 2" in err.value.message
+
+
+def naive_trie_nodes(pieces: list[bytes]) -> list[bytes]:
+    """Every distinct non-empty prefix plus the root, in lexicographic (= preorder) order."""
+    prefixes = {p[:k] for p in pieces for k in range(1, len(p) + 1)}
+    return [b"", *sorted(prefixes)]
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(
+    st.lists(
+        st.binary(min_size=0, max_size=6).map(lambda b: bytes(x % 4 for x in b)),
+        min_size=1,
+        max_size=40,
+    )
+)
+def test_trie_matches_a_naive_construction(pieces):
+    kinds = [KIND_NORMAL] * len(pieces)
+    tab = small_table(pieces, kinds)
+    trie = build_trie(tab)
+    nodes = naive_trie_nodes(pieces)
+    assert trie.n_nodes == len(nodes)
+    assert trie.node_depth.tolist() == [len(p) for p in nodes]
+    assert trie.node_byte.tolist() == [p[-1] if p else 0 for p in nodes]
+    index = {p: n for n, p in enumerate(nodes)}
+    assert trie.parent.tolist() == [-1] + [index[p[:-1]] for p in nodes[1:]]
+    assert trie.subtree_end.tolist() == [
+        next((m for m in range(n + 1, len(nodes)) if not nodes[m].startswith(p)), len(nodes))
+        for n, p in enumerate(nodes)
+    ]
+    for n, p in enumerate(nodes):
+        assert trie.tokens_at(n).tolist() == [i for i, q in enumerate(pieces) if q == p and q]
+    check_trie(tab)

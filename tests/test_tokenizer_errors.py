@@ -298,3 +298,18 @@ def test_special_name_given_two_ids(tmp_path):
     doc["added_tokens"].append({"id": 300, "content": "<unk>", "special": True})
     del doc["added_tokens"][0]  # <unk> stays a model special at id 0 (model.unk_token)
     assert code_of(write(tmp_path, "tokenizer.json", doc)) == "E_TOKENIZER_DUPLICATE_ID"
+
+
+def test_reference_library_refusal_and_table_as_source(tmp_path):
+    from trgc.tokenizer.verify import verify_table
+
+    doc = bytelevel_doc()
+    doc["model"]["merges"].append(["zz", "qq"])  # merge of unknown pieces: tokenizers refuses it
+    path = write(tmp_path, "tokenizer.json", doc)
+    tab = build_table(path)
+    with pytest.raises(TrgcError) as err:
+        verify_table(path, tab, "x")
+    assert (
+        err.value.code == "E_TOKENIZER_FORMAT" and "reference implementation" in err.value.message
+    )
+    assert code_of(FIXTURES / "gpt2.trt") == "E_TOKENIZER_FORMAT"

@@ -62,6 +62,13 @@ def classify_file(path: Path) -> Source:
                 hint="pass the folder or the vocabulary file",
             )
         return Source("tokenizer.json", path)
+    if name.endswith(TABLE_SUFFIX):
+        raise TrgcError(
+            "E_TOKENIZER_FORMAT",
+            "this is a built token table, not a tokenizer source",
+            source=str(path),
+            hint="inspect it with `trgc tokenizer inspect`; build from the tokenizer's files",
+        )
     if name.endswith(".tiktoken"):
         return Source("tiktoken", path)
     if ".model" in name:

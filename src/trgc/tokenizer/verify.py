@@ -83,7 +83,16 @@ def verify_table(
 ) -> VerifyReport:
     """Compare `table` with the independent implementation of the tokenizer at `path`."""
     src = resolve_source(Path(path))
-    adapter = _ADAPTERS[src.format](src, table, Path(specials) if specials else None)
+    try:
+        adapter = _ADAPTERS[src.format](src, table, Path(specials) if specials else None)
+    except TrgcError:
+        raise
+    except Exception as exc:  # the reference library refused the file: say so, with its words
+        raise TrgcError(
+            "E_TOKENIZER_FORMAT",
+            f"the reference implementation cannot read this tokenizer: {type(exc).__name__}: {exc}",
+            source=str(src.path),
+        ) from None
     report = VerifyReport(implementation=adapter.name)
     report.problems += adapter.structure_problems()
     report.checked_token_bytes = adapter.checked

@@ -9,6 +9,8 @@ buffer (`fill_bitmask`), which is what is timed. Reported per vocabulary:
   * time to first mask: compile + tokenizer binding + first mask (cold, numba cache warm);
   * per-token mask time (mean, p50, p99, max) without a precomputed cache (the adaptive
     per-state cache warms up over the run) and with one from `precompute`;
+  * per-token time of the bare kernel (a full trie walk for every mask, first 20 documents);
+  * the time of `advance` (the rest of the time between two masks);
   * cache hit rate (masks served from the in-memory cache or a reused per-state entry);
   * precompute time, distinct masks and `.trm` file size;
   * precompute of a counted repetition (`"\"" [a-z ]{0,500} "\""`, a maxLength-style string
@@ -38,6 +40,7 @@ VOCABS = {
     "qwen3": ROOT / "tokenizers/qwen3/tokenizer.json.zst",
 }
 CORPUS = SHARED / "corpora/jsonschemabench-instances"
+KERNEL_ONLY_DOCS = 20
 COUNTED = '%trg 1\n%start s\ns ::= "\\"" [a-z ]{0,500} "\\"" ;\n'
 
 
@@ -81,15 +84,17 @@ def run_trgc(art, table, sequences, *, precomputed=None) -> dict:
 
     cache = trgc.MaskCache()
     buffer = np.zeros((1, (table.vocab_size + 31) // 32), dtype=np.int32)
-    times, sources = [], {"cache": 0, "frame": 0, "walk": 0}
+    times, advances, sources = [], [], {"cache": 0, "frame": 0, "walk": 0}
     for ids in sequences:
         m = trgc.Matcher(art, table, cache=cache, precomputed=precomputed)
         for token in ids:
             start = time.perf_counter()
             m.fill_bitmask(buffer, 0)
-            times.append(time.perf_counter() - start)
+            middle = time.perf_counter()
             sources[m.last_source] += 1
             m.advance(token)
+            times.append(middle - start)
+            advances.append(time.perf_counter() - middle)
         if not m.is_accepting():
             raise SystemExit("a corpus document was not accepted: benchmark input is wrong")
     total = sum(sources.values())
@@ -97,7 +102,27 @@ def run_trgc(art, table, sequences, *, precomputed=None) -> dict:
         **stats(times),
         "hit_rate": round((sources["cache"] + sources["frame"]) / total, 4),
         "sources": sources,
+        "advance": stats(advances),
     }
+
+
+def run_kernel_only(art, table, sequences) -> dict:
+    """Every mask from a full trie walk (no cache of any kind): the kernel's own speed."""
+    import trgc
+    from trgc.engine.binding import bind
+    from trgc.engine.kernel import Scratch, mask_words
+
+    binding = bind(art, table)
+    scratch = Scratch(binding)
+    times = []
+    for ids in sequences:
+        m = trgc.Matcher(art, table)
+        for token in ids:
+            start = time.perf_counter()
+            mask_words(binding, m.config, scratch)
+            times.append(time.perf_counter() - start)
+            m.advance(token)
+    return stats(times)
 
 
 def run_llguidance(raw_json: bytes, sequences) -> dict | None:
@@ -162,6 +187,7 @@ def bench_vocab(name: str, docs: list[bytes], peers: bool) -> dict:
     done = time.perf_counter()
 
     adaptive = run_trgc(art, table, sequences)
+    kernel_only = run_kernel_only(art, table, sequences[:KERNEL_ONLY_DOCS])
     started_pre = time.perf_counter()
     masks = precompute(art, table)
     pre_seconds = time.perf_counter() - started_pre
@@ -179,6 +205,7 @@ def bench_vocab(name: str, docs: list[bytes], peers: bool) -> dict:
         "compile_s": round(compiled - started, 4),
         "bind_and_first_mask_s": round(done - compiled, 4),
         "no_precompute": adaptive,
+        "kernel_only": kernel_only,
         "precompute": {
             "seconds": round(pre_seconds, 3),
             "states": masks.n_states,
@@ -234,11 +261,20 @@ def main() -> None:
         print(
             f"  time to first mask {r['time_to_first_mask_s'] * 1e3:.1f} ms (compile {r['compile_s'] * 1e3:.1f} ms)"
         )
-        for label in ("no_precompute", "with_precompute"):
+        for label in ("no_precompute", "with_precompute", "kernel_only"):
             s = r[label]
             print(
-                f"  {label:16} mean {s['mean_ms']:.4f}  p50 {s['p50_ms']:.4f}  p99 {s['p99_ms']:.4f}  max {s['max_ms']:.3f} ms  hit rate {s['hit_rate']:.3f}"
+                f"  {label:16} mean {s['mean_ms']:.4f}  p50 {s['p50_ms']:.4f}  p99 {s['p99_ms']:.4f}  max {s['max_ms']:.3f} ms"
+                + (
+                    f"  hit rate {s['hit_rate']:.3f}"
+                    if "hit_rate" in s
+                    else f"  ({s['n']} masks, every one a full trie walk)"
+                )
             )
+        a = r["no_precompute"]["advance"]
+        print(
+            f"  advance()        mean {a['mean_ms']:.4f}  p50 {a['p50_ms']:.4f}  p99 {a['p99_ms']:.4f}  max {a['max_ms']:.3f} ms"
+        )
         p = r["precompute"]
         print(
             f"  precompute {p['seconds']:.2f} s, {p['states']} states, {p['distinct_masks']} distinct masks, {p['mask_bytes']:,} bytes, file {p['file_bytes']:,} bytes"

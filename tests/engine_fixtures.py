@@ -15,7 +15,6 @@ from trgc.artifact.model import Artifact, Machine, call_action
 from trgc.tokenizer.table import KIND_BYTE, KIND_SPECIAL, KIND_UNUSED, TokenTable, make_table
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
 
 
 def make_tokenizer(

@@ -40,15 +40,17 @@ class Counter:
     transitions: int = 0
 
 
-def _closure_of(nfa: Nfa, q: int, important: list[bool], budget: Budget) -> frozenset[int]:
-    seen = {q}
-    todo = [q]
+def _closure(nfa: Nfa, sources, important: list[bool], budget: Budget) -> frozenset[int]:
+    """Important states epsilon-reachable from `sources` (one search, each state visited once)."""
+    seen = set(sources)
+    todo = list(seen)
     out = []
+    eps = nfa.eps
     while todo:
         p = todo.pop()
         if important[p]:
             out.append(p)
-        for t in nfa.eps[p]:
+        for t in eps[p]:
             if t not in seen:
                 seen.add(t)
                 todo.append(t)
@@ -59,16 +61,19 @@ def _closure_of(nfa: Nfa, q: int, important: list[bool], budget: Budget) -> froz
 def determinize(nfa: Nfa, *, rule: str, limits: Limits, budget: Budget, counter: Counter) -> Dfa:
     """The DFA of `nfa` by subset construction (reachable states only)."""
     important = [bool(nfa.edges[q]) or q == nfa.final for q in range(nfa.n_states)]
-    closures: dict[int, frozenset[int]] = {}
+    single: dict[int, frozenset[int]] = {}  # closures of one state, the common case
 
-    def closure(q: int) -> frozenset[int]:
-        c = closures.get(q)
-        if c is None:
-            c = closures[q] = _closure_of(nfa, q, important, budget)
-        return c
+    def closure(raw: frozenset[int]) -> frozenset[int]:
+        if len(raw) != 1:
+            return _closure(nfa, raw, important, budget)
+        (q,) = raw
+        found = single.get(q)
+        if found is None:
+            found = single[q] = _closure(nfa, raw, important, budget)
+        return found
 
     what = f"the automaton of rule {rule}"
-    start = closure(nfa.start)
+    start = closure(frozenset((nfa.start,)))
     ids: dict[frozenset[int], int] = {start: 0}
     subsets = [start]
     delta: list[dict[int, int]] = []
@@ -96,12 +101,7 @@ def determinize(nfa: Nfa, *, rule: str, limits: Limits, budget: Budget, counter:
             raw = frozenset(moves[a])
             target = memo.get(raw)
             if target is None:
-                if len(raw) == 1:
-                    (only,) = raw
-                    closed = closure(only)
-                else:
-                    closed = frozenset().union(*(closure(t) for t in raw))
-                    budget.charge(len(closed), "subset construction")
+                closed = closure(raw)
                 target = ids.get(closed)
                 if target is None:
                     check_limit("states", counter.states + 1, limits.states, what)

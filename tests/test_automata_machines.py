@@ -205,6 +205,13 @@ def test_nested_repetition_is_refused_before_copying():
     assert time.perf_counter() - started < 5
 
 
+def test_long_optional_chain_is_not_quadratic_in_set_unions():
+    # every DFA state holds hundreds of NFA states; closures are one search per target set
+    tables = compile_source('s ::= ("a"?){1000} ;')
+    assert tables.machines[0].n_states == 1001
+    assert tables.stats["operations"] < 5_000_000
+
+
 def test_transitions_limit():
     with pytest.raises(TrgcError) as info:
         compile_source("s ::= [a-z]{100} ;", limits=Limits(transitions=50))

@@ -115,6 +115,7 @@ def build_tables(
         specials_of[name] = specials
         pending.extend(c for c in sorted(calls) if c not in dfas)
 
+    built = dfas
     dfas = trim_unproductive(dfas, alphabet, budget)
     if start not in dfas:
         raise TrgcError(
@@ -125,7 +126,11 @@ def build_tables(
         )
     first = first_sets(dfas, alphabet, budget)
     dfas = drop_empty_calls(dfas, first, alphabet)
-    dfas = {name: minimize(dfa, budget) for name, dfa in sorted(dfas.items())}
+    # trimming only removes edges: a machine that kept all of them is still minimal
+    dfas = {
+        name: dfa if dfa.n_transitions == built[name].n_transitions else minimize(dfa, budget)
+        for name, dfa in sorted(dfas.items())
+    }
     follow = follow_sets(dfas, start, first, alphabet, budget)
     resolved = resolve(dfas, start, first, follow, alphabet, budget, places)
     class_of_byte, representatives = byte_classes(resolved, alphabet, budget)

@@ -51,6 +51,7 @@ def toolcall_command(
         str | None,
         typer.Option(
             "--separators",
+            metavar="MODE",
             help="JSON separators inside the arguments: `pretty` (`, ` `: `, what every "
             "family's template writes; the default) or `compact` (`,` `:`).",
         ),

@@ -11,6 +11,7 @@ flat-array toktrie layout described in llguidance's docs/toktrie.md).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import compress
 
 import numpy as np
 
@@ -85,15 +86,14 @@ def build_trie(table: TokenTable) -> Trie:
     order = sorted(range(len(pieces)), key=pieces.__getitem__)  # stable: equal bytes keep id order
     sorted_ids = with_bytes[np.asarray(order, dtype=np.int64)].astype(np.int32)
     sorted_pieces = [pieces[k] for k in order]
-    is_new = np.fromiter(
-        (k == 0 or sorted_pieces[k] != sorted_pieces[k - 1] for k in range(len(sorted_pieces))),
-        dtype=bool,
-        count=len(sorted_pieces),
-    )
-    distinct = [p for p, new in zip(sorted_pieces, is_new.tolist(), strict=True) if new]
+    all_len = np.fromiter(map(len, sorted_pieces), dtype=np.int64, count=len(sorted_pieces))
+    all_lcp = _consecutive_lcp(sorted_pieces, all_len)
+    is_new = np.ones(len(sorted_pieces), dtype=bool)  # first of each run of equal byte strings
+    is_new[1:] = (all_lcp[1:] != all_len[1:]) | (all_len[1:] != all_len[:-1])
+    distinct = list(compress(sorted_pieces, is_new.tolist()))
     n_str = len(distinct)
-    str_len = np.fromiter(map(len, distinct), dtype=np.int64, count=n_str)
-    lcp = _consecutive_lcp(distinct, str_len)
+    str_len = all_len[is_new]
+    lcp = all_lcp[is_new]  # a run's first string has the same lcp with the previous run
     new_nodes = str_len - lcp  # >= 1: sorted distinct strings never end inside the previous one
     first_node = np.empty(n_str, dtype=np.int64)
     if n_str:
@@ -115,29 +115,20 @@ def build_trie(table: TokenTable) -> Trie:
     node_depth = np.zeros(n_nodes, dtype=np.int32)
     node_depth[1:] = depth_minus_1 + 1
 
-    # subtree ends and parents: one pass over the strings with the current root-to-leaf path
+    # subtree ends and parents. A node of string i at depth d stays open until the first later
+    # string j whose common prefix with its predecessor is shorter than d: its subtree ends at
+    # j's first node. The parent of string i's first node is the depth-lcp_i node of the
+    # previous path, made by the last string k < i with lcp_k < lcp_i.
+    jumps = _MinJumps(lcp.astype(np.int32))
+    nxt = jumps.next_below(owner + 1, depth_minus_1 + 1)
     subtree_end = np.full(n_nodes, n_nodes, dtype=np.int32)
-    parent = np.arange(-1, n_nodes - 1, dtype=np.int32)  # every non-first new node's parent is n-1
-    closed_nodes: list[int] = []
-    closed_count = np.zeros(n_str, dtype=np.int64)
-    first_parent = np.zeros(n_str, dtype=np.int32)
-    path: list[int] = []  # path[k] = node at depth k + 1 on the previous string
-    lcp_list = lcp.tolist()
-    first_list = first_node.tolist()
-    new_list = new_nodes.tolist()
-    for i in range(n_str):
-        keep = lcp_list[i]
-        closed_count[i] = len(path) - keep
-        closed_nodes.extend(path[keep:])
-        del path[keep:]
-        first_parent[i] = path[-1] if path else 0
-        start = first_list[i]
-        path.extend(range(start, start + new_list[i]))
-    if closed_nodes:
-        subtree_end[np.asarray(closed_nodes, dtype=np.int64)] = np.repeat(
-            first_node, closed_count
-        ).astype(np.int32)
-    parent[first_node] = first_parent
+    closes = nxt < n_str
+    subtree_end[1:][closes] = first_node[nxt[closes]]
+    parent = np.arange(-1, n_nodes - 1, dtype=np.int32)  # a string's later nodes: n - 1
+    inner = np.flatnonzero(lcp > 0)
+    parent[first_node[lcp == 0]] = 0
+    maker = jumps.prev_below(inner - 1, lcp[inner])
+    parent[first_node[inner]] = first_node[maker] + lcp[inner] - lcp[maker] - 1
 
     # tokens per node: each distinct string ends at its last new node
     terminal = (
@@ -194,3 +185,42 @@ def _lcp_pair(a: bytes, b: bytes) -> int:
     while k < n and a[k] == b[k]:
         k += 1
     return k
+
+
+class _MinJumps:
+    """Binary lifting over range minima of `values`: for many (start, d) queries at once, the
+    nearest index at or after / at or before `start` whose value is below `d`.
+
+    `levels[k][i] = min(values[i : i + 2**k])`; a query skips whole blocks whose minimum is
+    >= d, largest block first, so each query takes log2(n) vectorised steps whatever d is.
+    """
+
+    def __init__(self, values: np.ndarray) -> None:
+        self.n = int(values.shape[0])
+        self.levels = [values]
+        span = 1
+        while 2 * span <= self.n:
+            prev = self.levels[-1]
+            self.levels.append(np.minimum(prev[:-span], prev[span:]))
+            span *= 2
+
+    def next_below(self, start: np.ndarray, d: np.ndarray) -> np.ndarray:
+        """Smallest j >= start with values[j] < d, or n."""
+        pos = start.astype(np.int64)
+        for k in range(len(self.levels) - 1, -1, -1):
+            level, span = self.levels[k], 1 << k
+            fits = pos < level.shape[0]
+            jump = fits & (level[np.where(fits, pos, 0)] >= d)
+            pos += jump * span
+        return pos
+
+    def prev_below(self, start: np.ndarray, d: np.ndarray) -> np.ndarray:
+        """Largest j <= start with values[j] < d (the caller guarantees one exists)."""
+        pos = start.astype(np.int64)
+        for k in range(len(self.levels) - 1, -1, -1):
+            level, span = self.levels[k], 1 << k
+            first = pos - span + 1
+            fits = first >= 0
+            jump = fits & (level[np.where(fits, first, 0)] >= d)
+            pos -= jump * span
+        return pos

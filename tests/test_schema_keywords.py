@@ -51,8 +51,8 @@ CASES: list[tuple[dict, list[str], list[str]]] = [
     ),
     (
         {"enum": ["red", 1, None, [1, 2], {"a": True}]},
-        ['"red"', "1", "null", "[1,2]", '{"a":true}', "1.0"],
-        ['"blue"', "2", "[2,1]"],
+        ['"red"', "1", "null", "[1,2]", '{"a":true}'],
+        ['"blue"', "2", "[2,1]", "1.0"],  # 1.0 equals 1 but is not its canonical form
     ),
     ({"const": {"x": [1, "y"]}}, ['{"x":[1,"y"]}'], ['{"x":[1]}', "null"]),
     ({"enum": [1, "a", 2], "type": "integer"}, ["1", "2"], ['"a"']),

@@ -673,18 +673,14 @@ class Lowering:
         except RecursionError:
             raise TrgcError("E_LIMIT_NESTING", "an enum or const value nests too deeply") from None
         out = [first]
+        # an integral float also in integer form (equal under JSON Schema, and an integer in
+        # every draft); never the other way round: draft-04 does not count 1.0 as an integer
         if (
             isinstance(value, float)
             and value.is_integer()
             and abs(value) <= numbers.MAX_SAFE_INTEGER
         ):
             out.append(str(int(value)))
-        elif (
-            isinstance(value, int)
-            and not isinstance(value, bool)
-            and abs(value) <= numbers.MAX_SAFE_INTEGER
-        ):
-            out.append(json.dumps(float(value)))
         return out
 
     def _value_ok(self, value: object, v: View) -> bool:

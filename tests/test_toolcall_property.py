@@ -47,6 +47,7 @@ leaf = st.one_of(
     st.just({"type": "number"}),
     st.just({"type": "boolean"}),
     st.just({"type": "null"}),
+    st.just({}),
 )
 
 

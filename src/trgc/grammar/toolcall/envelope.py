@@ -48,8 +48,10 @@ def _lower_tool(
         raise
 
 
-def _merge(target: Grammar, sub: Grammar, prefix: str, have_any: bool) -> str:
-    """Copy `sub`'s nodes and rules into `target` under `prefix.`; return its root rule name."""
+def _merge(target: Grammar, sub: Grammar, tool: Tool, have_any: bool) -> str:
+    """Copy `sub`'s nodes and rules into `target` under `<tool>.` (rule pointers then point into
+    the tool list); return its root rule name."""
+    prefix = tool.name
 
     def rename(name: str) -> str:
         return name if name == ANY_RULE else f"{prefix}.{name}"
@@ -68,7 +70,13 @@ def _merge(target: Grammar, sub: Grammar, prefix: str, have_any: bool) -> str:
         if rule.name == ANY_RULE and have_any:
             continue
         target.rules.append(
-            Rule(rename(rule.name), rule.body + offset, rule.line, rule.column, rule.pointer)
+            Rule(
+                rename(rule.name),
+                rule.body + offset,
+                rule.line,
+                rule.column,
+                None if rule.pointer is None else tool.pointer + rule.pointer,
+            )
         )
     return rename(sub.start or "root")
 
@@ -100,7 +108,7 @@ def build_toolcall_grammar(
         sub = _lower_tool(
             tool, separators=seps, open_objects=open_objects, max_depth=max_depth, limits=limits
         )
-        roots.append(_merge(grammar, sub, tool.name, have_any))
+        roots.append(_merge(grammar, sub, tool, have_any))
         have_any = have_any or any(r.name == ANY_RULE for r in sub.rules)
 
     branches = [

@@ -98,3 +98,22 @@ def test_coverage_on_a_small_sample(tmp_path):
     assert doc["total"]["wrongly_accepted"] == 0
     human = run("coverage", str(sample), "--instances", str(CORPORA / "jsonschemabench-instances"))
     assert human.exit_code == 0 and "total 5/5 compiled" in human.stdout
+
+
+def test_compile_separators_and_open_objects_options(tmp_path):
+    schema = tmp_path / "s.json"
+    schema.write_text(
+        json.dumps(
+            {"type": "object", "properties": {"a": {"type": "array", "items": {"type": "integer"}}}}
+        )
+    )
+    pretty = tmp_path / "pretty.trga"
+    assert run("compile", str(schema), "-o", str(pretty), "--separators", "pretty").exit_code == 0
+    assert run("check", str(pretty), "-", input=b'{"a": [1, 2]}').exit_code == 0
+    assert run("check", str(pretty), "-", input=b'{"a":[1,2]}').exit_code == 1
+    opened = tmp_path / "open.trga"
+    assert run("compile", str(schema), "-o", str(opened), "--open-objects").exit_code == 0
+    assert run("check", str(opened), "-", input=b'{"a":[1],"b":{"c":null}}').exit_code == 0
+    assert run("check", str(pretty), "-", input=b'{"a": [1], "b": 2}').exit_code == 1
+    bad = run("compile", str(schema), "--separators", "wide")
+    assert bad.exit_code == 2 and "E_USAGE" in bad.stderr

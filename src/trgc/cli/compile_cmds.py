@@ -45,7 +45,15 @@ def _is_schema(path: str, data: bytes) -> bool:
     return path.endswith(".json") or data.lstrip()[:1] == b"{"
 
 
-def compile_source(path: str, data: bytes, *, limits, strict: bool):
+def compile_source(
+    path: str,
+    data: bytes,
+    *,
+    limits,
+    strict: bool,
+    separators: str = "compact",
+    open_objects: bool = False,
+):
     """Compile a trg-1 grammar, or a JSON Schema (trj-1) when the source is JSON."""
     from trgc.errors import TrgcError
 
@@ -59,7 +67,9 @@ def compile_source(path: str, data: bytes, *, limits, strict: bool):
                 "JSON Schema sources are not supported by this build of trgc",
                 source=source,
             ) from None
-        return compile_schema(data, limits=limits, source=source)
+        return compile_schema(
+            data, separators=separators, open_objects=open_objects, limits=limits, source=source
+        )
     from trgc.artifact.build import compile_grammar
 
     return compile_grammar(data, limits=limits, strict=strict, source=source)
@@ -88,6 +98,22 @@ def compile_command(
     strict: Annotated[
         bool, typer.Option("--strict", help="Also reject unreachable rules.")
     ] = False,
+    separators: Annotated[
+        str,
+        typer.Option(
+            "--separators",
+            help="JSON Schema only: `compact` (`,` `:`, the default) or `pretty` (`, ` `: ` as "
+            "json.dumps writes them); no other whitespace is ever accepted.",
+        ),
+    ] = "compact",
+    open_objects: Annotated[
+        bool,
+        typer.Option(
+            "--open-objects",
+            help="JSON Schema only: admit undeclared members (after the declared ones) in objects "
+            "whose additionalProperties is not false.",
+        ),
+    ] = False,
     limit: LimitOption = None,
     limits_file: LimitsFileOption = None,
     as_json: JsonOption = False,
@@ -105,7 +131,9 @@ def compile_command(
 
     limits = resolve_limits(limit, limits_file)
     data = _read_input(src)
-    artifact = compile_source(src, data, limits=limits, strict=strict)
+    artifact = compile_source(
+        src, data, limits=limits, strict=strict, separators=separators, open_objects=open_objects
+    )
     file_bytes = compress(encode(artifact))
     if output is not None:
         atomic_write(output, file_bytes)

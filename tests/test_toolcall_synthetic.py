@@ -111,6 +111,21 @@ def test_merged_empty_object_at_engagement(setup, table):
     assert not allowed(matcher, table, b"{}")
 
 
+def test_merged_tokens_across_the_arguments_colon(setup, table):
+    """A token that starts in the envelope and ends inside the arguments (`": {"`, `": {}`,
+    DeepSeek's `\n{"`) is judged on all its bytes: the constraint is engaged from its first byte."""
+    family, matcher = setup
+    cut = {"qwen": 3, "llama3": 3, "deepseek": 1}[family]  # leave `": ` or the last newline
+    opens, empty = {"deepseek": (b'\n{"', b"\n{}")}.get(family, (b'": {"', b'": {}'))
+    for name, required in (("get_weather", True), ("now", False)):
+        prefix = args_prefix(family, name)
+        matcher.reset()
+        feed(matcher, table, [*prefix[:-1], prefix[-1][:-cut]])
+        assert allowed(matcher, table, empty) is not required
+        assert allowed(matcher, table, opens) is required
+        assert not matcher.allowed_tokens()[list(table.eos_ids)].any()
+
+
 def test_required_key_cannot_close_early(setup, table):
     matcher = at_args(setup, table, "get_weather", '{"city": "Paris')
     assert not allowed(matcher, table, b'"}}')  # closes city, then the arguments without unit

@@ -22,6 +22,7 @@ MERGED = [
     b'{"', b'":', b"{}", b'"}}', b'",', b'": ', b'", "', b'"}', b"}}", b"}\n", b'"]', b"[]",
     b'["', b'":"', b'": "', b'": {"', b"city", b"unit", b"celsius", b"get", b"_weather", b"Paris",
     b'\\"', b"12", b"```", b"json", b"function", b"name", b"arguments", b"parameters",
+    b'": {}', b'\n{"', b"\n{}",
 ]  # fmt: skip
 QWEN_OPEN, QWEN_CLOSE = "<tool_call>", "</tool_call>"
 PYTHON_TAG = "<|python_tag|>"

@@ -150,6 +150,12 @@ def test_return_shift_conflict_names_the_caller():
     assert item["actions"][1].startswith("return from a (rule s continues with it after a")
 
 
+def test_long_conflict_paths_show_their_end():
+    err = _conflict('a ::= "q"{100} ( "x" a | "x" "q" ) ;')
+    after = err.details["conflicts"][0]["after"]
+    assert after == '... "' + "q" * 39 + 'x"'
+
+
 def test_two_calls_with_overlapping_first_conflict():
     err = _conflict('s ::= a | b ;\na ::= "x" a | "y" ;\nb ::= "x" b | "z" ;')
     actions = [item["actions"] for item in err.details["conflicts"]]

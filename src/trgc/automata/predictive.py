@@ -19,6 +19,7 @@ from trgc.errors import TrgcError
 from trgc.limits import Budget
 
 MAX_REPORTED_CONFLICTS = 10
+MAX_PATH_SHOWN = 40  # symbols of a conflict's path shown (the last ones)
 
 # A resolved action: an int >= 0 is a shift target; (callee, return_state) is a call.
 Action = int | tuple[str, int]
@@ -186,17 +187,29 @@ def follow_sets(
     return follow
 
 
-def _shortest_paths(dfa: Dfa) -> list[tuple[int, ...] | None]:
-    """For each state, the atom sequence of a shortest path from state 0 (BFS, atoms ascending)."""
-    paths: list[tuple[int, ...] | None] = [None] * dfa.n_states
-    paths[0] = ()
+def _bfs_parents(dfa: Dfa) -> list[tuple[int, int] | None]:
+    """For each state, (parent state, atom) on a shortest path from state 0 (atoms ascending)."""
+    parents: list[tuple[int, int] | None] = [None] * dfa.n_states
+    seen = [False] * dfa.n_states
+    seen[0] = True
     queue = [0]
     for s in queue:
         for a, t in sorted(dfa.delta[s].items()):
-            if paths[t] is None:
-                paths[t] = paths[s] + (a,)
+            if not seen[t]:
+                seen[t] = True
+                parents[t] = (s, a)
                 queue.append(t)
-    return paths
+    return parents
+
+
+def _path_to(parents: list[tuple[int, int] | None], state: int) -> tuple[int, ...]:
+    atoms: list[int] = []
+    step = parents[state]
+    while step is not None:
+        state, atom = step
+        atoms.append(atom)
+        step = parents[state]
+    return tuple(reversed(atoms))
 
 
 def render_path(path: tuple[int, ...], alphabet: Alphabet) -> str:
@@ -237,8 +250,11 @@ class _Conflicts:
 
     def path(self, machine: str, state: int) -> str:
         if machine not in self._paths:
-            self._paths[machine] = _shortest_paths(self.dfas[machine])
-        return render_path(self._paths[machine][state], self.alphabet)
+            self._paths[machine] = _bfs_parents(self.dfas[machine])
+        path = _path_to(self._paths[machine], state)
+        if len(path) > MAX_PATH_SHOWN:
+            return "... " + render_path(path[-MAX_PATH_SHOWN:], self.alphabet)
+        return render_path(path, self.alphabet)
 
     def wants_more(self) -> bool:
         return len(self.items) < MAX_REPORTED_CONFLICTS

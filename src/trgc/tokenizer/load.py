@@ -16,12 +16,12 @@ from trgc.tokenizer.sources import logical_name, read_source
 from trgc.tokenizer.table import TokenTable
 
 TABLE_SUFFIX = ".trt"
-FORMATS = ("tokenizer.json", "vocab-merges", "tiktoken", "sentencepiece")
 
 
 @dataclass(frozen=True)
 class Source:
-    """One recognised tokenizer input: its format and main file."""
+    """One recognised tokenizer input: its main file and its format, one of
+    `tokenizer.json`, `vocab-merges`, `tiktoken`, `sentencepiece`."""
 
     format: str
     path: Path

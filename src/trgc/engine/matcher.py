@@ -67,6 +67,11 @@ class Matcher:
         return self._binding.vocab_size
 
     @property
+    def tokenizer_sha256(self) -> str:
+        """The identity of the token table this matcher is bound to."""
+        return self._binding.key[1]
+
+    @property
     def config(self) -> Config | None:
         """The current configuration (global state ids, bottom first); None once terminated."""
         return self._history[-1]

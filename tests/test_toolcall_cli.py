@@ -81,6 +81,14 @@ def test_usage_errors(args, code):
     assert json.loads(result.stderr)["error"]["code"] == code
 
 
+def test_limits_are_options():
+    result = run(str(TOOLS_JSON), "--family", "qwen", "--limit", "states=50", "--json")
+    assert result.exit_code == 3
+    assert json.loads(result.stderr)["error"]["code"] == "E_LIMIT_STATES"
+    result = run(str(TOOLS_JSON), "--family", "qwen", "--limit", "bogus=1")
+    assert "E_LIMIT_UNKNOWN" in result.output
+
+
 def test_bad_tool_file(tmp_path):
     path = tmp_path / "tools.json"
     path.write_text('[{"name": "a b"}]')

@@ -14,6 +14,23 @@ from trgc.cli.common import JSON_OPTION_HELP, print_json, reporting_errors, stdo
 from trgc.errors import EXIT_DIFFERENT, TrgcError
 
 JsonOption = Annotated[bool, typer.Option("--json", help=JSON_OPTION_HELP)]
+LimitOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--limit",
+        metavar="NAME=VALUE",
+        help="Override one compile limit, e.g. --limit states=200000 (repeatable); every tool's "
+        "argument automaton adds to the one envelope automaton. Applied after --limits-file.",
+    ),
+]
+LimitsFileOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--limits-file",
+        metavar="FILE",
+        help="TOML file with a [limits] table of NAME = VALUE overrides.",
+    ),
+]
 
 
 @reporting_errors
@@ -82,6 +99,8 @@ def toolcall_command(
             "required). Exit status 1 if a check fails.",
         ),
     ] = False,
+    limit: LimitOption = None,
+    limits_file: LimitsFileOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Compile a tool list into a tool-call constraint for one model family.
@@ -97,14 +116,15 @@ def toolcall_command(
     from trgc.artifact.codec import compress, encode
     from trgc.atomic import atomic_write, read_bytes
     from trgc.grammar.toolcall import load_tool_json, parse_tools
-    from trgc.limits import DEFAULT_LIMITS
+    from trgc.limits import resolve_limits
 
     if check and tokenizer is None:
         raise TrgcError("E_USAGE", "--check needs --tokenizer")
+    limits = resolve_limits(limit, limits_file)
     source = "<stdin>" if tools == "-" else tools
     data = sys.stdin.buffer.read() if tools == "-" else read_bytes(tools)
     try:
-        value = load_tool_json(data, DEFAULT_LIMITS)
+        value = load_tool_json(data, limits)
     except TrgcError as error:
         error.source = error.source or source
         raise
@@ -113,9 +133,10 @@ def toolcall_command(
         family=family,
         separators=separators,
         open_objects=open_objects,
+        limits=limits,
         source=source,
     )
-    parsed = parse_tools(value, DEFAULT_LIMITS)
+    parsed = parse_tools(value, limits)
     file_bytes = compress(encode(artifact))
     if output is not None:
         atomic_write(output, file_bytes)

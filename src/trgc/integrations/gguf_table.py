@@ -70,7 +70,9 @@ def table_from_gguf(path: Path | str) -> TokenTable:
     try:
         reader = gguf.GGUFReader(source)
     except (OSError, ValueError) as exc:
-        raise TrgcError("E_TOKENIZER_FORMAT", f"not a readable GGUF file: {exc}", source=source)
+        raise TrgcError(
+            "E_TOKENIZER_FORMAT", f"not a readable GGUF file: {exc}", source=source
+        ) from None
     model = _scalar_str(reader, "tokenizer.ggml.model", source)
     if model != "gpt2":
         raise TrgcError(

@@ -95,6 +95,7 @@ def test_kernels_as_plain_python():
             "no:cacheprovider",
             "tests/test_engine_matcher.py",
             "tests/test_engine_cache.py",
+            "tests/test_engine_slices.py",
         ],
         cwd=ROOT,
         env=env,

@@ -16,7 +16,7 @@ Special-token policy (`SPECIAL_POLICY`, part of every cache key):
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -60,10 +60,20 @@ class Binding:
     token_ids: np.ndarray
     trie_depth: int  # deepest trie node (longest token in bytes)
     key: tuple[str, str, str, str, str]  # (artifact, tokenizer, compiler version, policy, trie)
+    _lazy: dict = field(default_factory=dict, repr=False)  # derived tables built on first use
 
     @property
     def n_words(self) -> int:
         return (self.vocab_size + 31) // 32
+
+    def slices(self):
+        """The `trgc.engine.slices.SliceTables` of this binding (built on first use)."""
+        tables = self._lazy.get("slices")
+        if tables is None:
+            from trgc.engine.slices import build
+
+            tables = self._lazy["slices"] = build(self)
+        return tables
 
     def token_bytes(self, token_id: int) -> bytes:
         return self.data[self.offsets[token_id] : self.offsets[token_id + 1]].tobytes()

@@ -27,7 +27,7 @@ OK, DEAD, OPEN = 0, 1, 2  # outcome of stepping one byte (OPEN: needs the unknow
 def _walk(
     orig, n_orig, frame_mode, starts, ends, gnext, gcalls, accepting, byte_class, max_depth,
     max_steps, node_byte, node_depth, subtree_end, parent, token_start, token_ids, byte_token,
-    own, keep_l, ext_l, h_l, path, out_words, open_roots,
+    own, keep_l, ext_l, h_l, path, out_words, open_roots, use_skip, skip,
 ):  # fmt: skip
     n_open = 0
     max_h = n_orig
@@ -44,6 +44,9 @@ def _walk(
         j = 0
         i = starts[r]
         while i < ends[r]:
+            if j >= n_path and use_skip and skip[i]:  # every token below is already decided
+                i = subtree_end[i]
+                continue
             node = path[j] if j < n_path else i
             d = node_depth[node]
             sym = byte_class[node_byte[node]]
@@ -151,6 +154,7 @@ def walk_trie(
     *,
     roots: np.ndarray | None = None,
     frame_mode: bool = False,
+    skip: np.ndarray | None = None,
 ) -> tuple[np.ndarray, int]:
     """OR into `out_words` the byte tokens viable from `config`; return the open roots and the
     highest stack an allowed token reaches (at least `len(config)`).
@@ -158,7 +162,8 @@ def walk_trie(
     With `roots` (int32 trie nodes, preorder, disjoint subtrees) only the tokens in those
     subtrees are decided. With `frame_mode`, `config` is one frame whose callers are unknown:
     a subtree whose first byte needs to return out of it is not walked but returned as an
-    open root.
+    open root. With `skip` (bool per trie node), subtrees whose node is flagged are not walked
+    (the caller has decided their tokens, see `trgc.engine.slices`).
     """
     n_words = binding.n_words
     _require("out_words", out_words, np.uint32, 1)
@@ -170,6 +175,12 @@ def walk_trie(
     else:
         _require("roots", roots, np.int32, 1)
         starts, ends = roots, binding.subtree_end[roots]
+    if skip is not None:
+        _require("skip", skip, np.bool_, 1)
+        if skip.shape[0] != binding.node_byte.shape[0]:
+            raise ValueError(
+                f"skip: expected {binding.node_byte.shape[0]} flags, got {skip.shape[0]}"
+            )
     if not config or len(config) > binding.tables.max_depth:
         raise ValueError(
             f"config: expected 1..{binding.tables.max_depth} frames, got {len(config)}"
@@ -181,7 +192,8 @@ def walk_trie(
         t.byte_class, t.max_depth, t.max_steps, binding.node_byte, binding.node_depth,
         binding.subtree_end, binding.parent, binding.token_start, binding.token_ids,
         binding.byte_token, scratch.own, scratch.keep, scratch.ext, scratch.height, scratch.path,
-        out_words, scratch.open_roots,
+        out_words, scratch.open_roots, skip is not None,
+        binding.byte_token if skip is None else skip,
     )  # fmt: skip
     return scratch.open_roots[:n_open].copy(), int(max_height)
 

@@ -35,6 +35,7 @@ from trgc.artifact.model import Artifact
 from trgc.engine.binding import Binding, bind
 from trgc.engine.config import Config, Tables
 from trgc.engine.kernel import Scratch, walk_trie
+from trgc.engine.slices import is_safe
 from trgc.errors import TrgcError
 from trgc.limits import DEFAULT_LIMITS, Limits, check_limit
 
@@ -55,10 +56,19 @@ class FrameEntry:
 
 
 def frame_entry(binding: Binding, g: int, scratch: Scratch) -> FrameEntry:
-    """The `FrameEntry` of global state `g`: one frame-mode trie walk."""
-    accept = np.zeros(binding.n_words, dtype=np.uint32)
+    """The `FrameEntry` of global state `g`: one frame-mode trie walk, skipping the subtrees
+    of the first slice `g` accepts wholesale (`trgc.engine.slices`)."""
     frame_mode = bool(binding.tables.has_caller[g])
-    roots, height = walk_trie(binding, (g,), accept, scratch, frame_mode=frame_mode)
+    tables = binding.slices()
+    for k, piece in enumerate(tables.slices):
+        if is_safe(binding.tables, g, piece):
+            accept = tables.words[k].copy()
+            skip = tables.whole[k]
+            break
+    else:
+        accept = np.zeros(binding.n_words, dtype=np.uint32)
+        skip = None
+    roots, height = walk_trie(binding, (g,), accept, scratch, frame_mode=frame_mode, skip=skip)
     accept.flags.writeable = False
     return FrameEntry(accept, roots, height)
 

@@ -1,0 +1,101 @@
+"""Token slices: membership, the safety check, and frame entries equal to plain walks."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+
+import trgc
+from engine_fixtures import ROOT, make_tokenizer
+from trgc.engine.binding import bind
+from trgc.engine.config import START, step_bytes
+from trgc.engine.kernel import Scratch, walk_trie
+from trgc.engine.precompute import frame_entry
+from trgc.engine.slices import default_slices, is_safe
+
+PIECES = [
+    b"abc", b'a"', b"a\\", b"\xc3", b"\xc3\xa9", b"\xed\xa0\x80", b"\xc0\x80", b"\xf4\x90\x80\x80",
+    b"\xf0\x9f\x98\x80", b"x" * 30, b"x" * 31, b"tab\there", b"\x7f", b" ", b"\n\t ", b" \r\n",
+]  # fmt: skip
+
+
+@functools.cache
+def json_artifact():
+    return trgc.compile_grammar((ROOT / "grammars" / "json.trg").read_text(encoding="utf-8"))
+
+
+def test_slice_membership():
+    tok = make_tokenizer([*PIECES, None], specials={"<eos>": len(PIECES)}, eos=(len(PIECES),))
+    b = bind(json_artifact(), tok)
+    tables = b.slices()
+    names = [s.name for s in tables.slices]
+    member = {
+        name: {PIECES[t] for t in np.flatnonzero(m)}
+        for name, m in zip(names, tables.members, strict=True)
+    }
+    assert member["string"] == {
+        b"abc",
+        b"\xc3\xa9",
+        b"\xf0\x9f\x98\x80",
+        b"x" * 30,
+        b"x" * 31,
+        b" ",
+    }
+    assert member["string{1,30}"] == member["string"] - {b"x" * 31}
+    assert member["string{1,10}"] == member["string"] - {b"x" * 31, b"x" * 30}
+    assert member["whitespace"] == {b" ", b"\n\t ", b" \r\n"}
+    for m, words in zip(tables.members, tables.words, strict=True):
+        assert int(np.unpackbits(words.view(np.uint8)).sum()) == int(m.sum())
+
+
+def test_safety_follows_the_grammar():
+    art = json_artifact()
+    tables = bind(art, trgc.load_tokenizer(ROOT / "tokenizers/synthetic/json-bytelevel")).tables
+    by_name = {s.name: s for s in default_slices()}
+    in_string = step_bytes(tables, START, b'{"a')[-1]
+    after_brace = step_bytes(tables, START, b"{")[-1]
+    assert is_safe(tables, in_string, by_name["string"])
+    assert not is_safe(tables, in_string, by_name["whitespace"])  # \n is not allowed in a string
+    assert not is_safe(tables, START[-1], by_name["string"])
+    assert is_safe(tables, after_brace, by_name["whitespace"])
+    # a bounded string: safe for up to 10 characters but not for 30 or unbounded
+    short = trgc.compile_grammar('%trg 1\n%start s\ns ::= "\\"" [a-z ]{0,20} "\\"" ;\n')
+    st = bind(short, trgc.load_tokenizer(ROOT / "tokenizers/synthetic/json-bytelevel")).tables
+    body = step_bytes(st, START, b'"')[-1]
+    text = _utf8_lower()
+    assert is_safe(st, body, text(10)) and not is_safe(st, body, text(30))
+
+
+def _utf8_lower():
+    from trgc.engine.slices import Slice
+
+    dfa = np.full((8, 256), -1, dtype=np.int8)
+    dfa[0, ord("a") : ord("z") + 1] = 0
+    dfa[0, ord(" ")] = 0
+    return lambda n: Slice(f"lower{{1,{n}}}", dfa, n)
+
+
+@pytest.mark.parametrize(
+    "vocab", ["tokenizers/llama3/tokenizer.json.zst", "tokenizers/synthetic/json-bytelevel"]
+)
+@pytest.mark.parametrize("grammar", ["json", "csv", "sexpr", "toolcall"])
+def test_frame_entries_with_slices_equal_plain_walks(vocab, grammar):
+    art = trgc.compile_grammar((ROOT / "grammars" / f"{grammar}.trg").read_text(encoding="utf-8"))
+    tok = trgc.load_tokenizer(ROOT / vocab)
+    try:
+        b = bind(art, tok)
+    except trgc.TrgcError as err:
+        assert err.code == "E_SPECIAL_TOKEN_MISSING"
+        return
+    scratch = Scratch(b)
+    used = 0
+    for g in range(b.tables.accepting.shape[0]):
+        entry = frame_entry(b, g, scratch)
+        plain = np.zeros(b.n_words, dtype=np.uint32)
+        roots, height = walk_trie(b, (g,), plain, scratch, frame_mode=bool(b.tables.has_caller[g]))
+        assert (entry.accept == plain).all(), g
+        assert (entry.open_roots == roots).all() and entry.height == height, g
+        used += any(is_safe(b.tables, g, s) for s in default_slices())
+    assert used > 0

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import trgc
-from toolcall_helpers import marker_id, parse_output, random_walk, render, synthetic_table
+from toolcall_helpers import ROOT, marker_id, parse_output, random_walk, render, synthetic_table
 
 OPEN = {"qwen": "<tool_call>", "llama3": "<|python_tag|>", "deepseek": "<｜tool▁calls▁begin｜>"}
 MARKERS = [
@@ -100,4 +100,38 @@ def test_generated_calls_parse_back_and_validate(family, tools, seed):
     schemas = {t["function"]["name"]: t["function"]["parameters"] for t in tools}
     for name, arguments in calls:
         assert name in schemas, text
+        jsonschema.Draft202012Validator(schemas[name]).validate(arguments)
+
+
+REAL_TABLES: dict = {}
+REAL = {"qwen": ("qwen3.trt", "<tool_call>"), "llama3": ("llama3.trt", "<|python_tag|>")}
+
+
+def real_table(family: str):
+    if family not in REAL_TABLES:
+        REAL_TABLES[family] = trgc.load_tokenizer(ROOT / "tokenizers" / REAL[family][0])
+    return REAL_TABLES[family]
+
+
+@pytest.mark.parametrize("family", sorted(REAL))
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tools=tool_lists, seed=st.integers(0, 2**32 - 1))
+def test_real_vocabulary_generation_parses_back_and_validates(family, tools, seed):
+    table = real_table(family)
+    marker = REAL[family][1]
+    names = {"<tool_call>", "</tool_call>", "<|python_tag|>"}
+    specials = {
+        table.special_tokens.get(n, table.added_tokens.get(n)): n
+        for n in names
+        if n in table.special_tokens or n in table.added_tokens
+    }
+    open_id = table.special_tokens.get(marker, table.added_tokens.get(marker))
+    matcher = trgc.Matcher(trgc.compile_toolcall(tools, family=family), table)
+    ids = random_walk(matcher, table, np.random.default_rng(seed), open_id=open_id)
+    assert matcher.is_terminated()
+    text = render(table, ids, specials)
+    calls = parse_output(family, text)
+    assert len(calls) == [specials.get(i) for i in ids].count(marker) >= 1, text
+    schemas = {t["function"]["name"]: t["function"]["parameters"] for t in tools}
+    for name, arguments in calls:
         jsonschema.Draft202012Validator(schemas[name]).validate(arguments)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import trgc
-from toolcall_helpers import CLOSERS, ROOT, TOOLS_JSON, parse_output
+from toolcall_helpers import ROOT, TOOLS_JSON, parse_output, random_walk, render
 
 TOOLS = TOOLS_JSON.read_bytes()
 PARAMS = {
@@ -114,38 +114,13 @@ def test_enum_is_restricted(real):
 
 def test_seeded_walks_over_the_real_vocabulary_parse_back(real):
     family, vocab, matcher, open_marker = real
-    eos = set(vocab.table.eos_ids)
-    specials = {
-        vocab.marker(n): n
-        for n in ("<tool_call>", "</tool_call>", "<|python_tag|>")
-        if vocab.marker(n) is not None
-    }
+    names = ("<tool_call>", "</tool_call>", "<|python_tag|>")
+    specials = {vocab.marker(n): n for n in names if vocab.marker(n) is not None}
     for seed in range(3):
-        rng = np.random.default_rng(seed)
         matcher.reset()
-        ids = [vocab.marker(open_marker)]
-        matcher.advance(ids[0])
-        while not matcher.is_terminated():
-            allowed = [int(i) for i in np.flatnonzero(matcher.allowed_tokens())]
-            ends = [i for i in allowed if i in eos]
-            if ends:
-                matcher.advance(ends[0])
-                break
-            if rng.random() < 0.6:
-                closing = [
-                    i
-                    for i in allowed
-                    if any(c in vocab.table.token_bytes(i) for c in CLOSERS) or i in specials
-                ]
-                allowed = closing or allowed
-            choice = allowed[int(rng.integers(len(allowed)))]
-            matcher.advance(choice)
-            ids.append(choice)
-            assert len(ids) < 500
-        text = b"".join(
-            specials[i].encode() if i in specials else vocab.table.token_bytes(i) for i in ids
-        )
-        calls = parse_output(family, text.decode("utf-8"))
+        rng = np.random.default_rng(seed)
+        ids = random_walk(matcher, vocab.table, rng, open_id=vocab.marker(open_marker))
+        calls = parse_output(family, render(vocab.table, ids, specials))
         assert len(calls) == 1
         name, arguments = calls[0]
         jsonschema.Draft202012Validator(PARAMS[name]).validate(arguments)

@@ -199,6 +199,19 @@ def render(table: TokenTable, ids: list[int], specials: dict[int, str]) -> str:
 
 
 CLOSERS = (b'"', b"}", b"]")
+_CLOSING: dict[str, np.ndarray] = {}
+
+
+def closing_tokens(table: TokenTable) -> np.ndarray:
+    """bool[V]: tokens whose bytes hold a `"`, `}` or `]`, or that have no bytes (markers)."""
+    found = _CLOSING.get(table.sha256)
+    if found is None:
+        found = np.zeros(table.vocab_size, dtype=bool)
+        for i in range(table.vocab_size):
+            piece = table.token_bytes(i)
+            found[i] = not piece or any(c in piece for c in CLOSERS)
+        _CLOSING[table.sha256] = found
+    return found
 
 
 def random_walk(
@@ -206,28 +219,23 @@ def random_walk(
 ) -> list[int]:
     """A seeded walk over allowed tokens until EOS: start the region at once, then pick a random
     allowed token, half of the time among those that close something (so walks end)."""
-    eos = set(table.eos_ids)
+    eos = np.zeros(table.vocab_size, dtype=bool)
+    eos[list(table.eos_ids)] = True
+    closing = closing_tokens(table)
     ids = [open_id]
     matcher.advance(open_id)
     for _ in range(max_steps):
-        allowed = np.flatnonzero(matcher.allowed_tokens())
-        assert allowed.size, "the constraint allowed nothing"
-        ends = [int(i) for i in allowed if int(i) in eos]
-        if ends and rng.random() < 0.7:
-            matcher.advance(ends[0])
+        allowed = matcher.allowed_tokens()
+        assert allowed.any(), "the constraint allowed nothing"
+        ends = np.flatnonzero(allowed & eos)
+        pool = allowed & ~eos
+        if ends.size and (rng.random() < 0.7 or not pool.any()):
+            matcher.advance(int(ends[0]))
             return ids
-        pool = [int(i) for i in allowed if int(i) not in eos]
-        if not pool:
-            matcher.advance(ends[0])
-            return ids
-        if rng.random() < 0.5:
-            closing = [
-                i
-                for i in pool
-                if any(c in table.token_bytes(i) for c in CLOSERS) or table.token_bytes(i) == b""
-            ]
-            pool = closing or pool
-        choice = pool[int(rng.integers(len(pool)))]
+        if rng.random() < 0.5 and (pool & closing).any():
+            pool = pool & closing
+        candidates = np.flatnonzero(pool)
+        choice = int(candidates[rng.integers(candidates.size)])
         matcher.advance(choice)
         ids.append(choice)
     raise AssertionError("the walk did not end")

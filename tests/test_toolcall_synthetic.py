@@ -283,3 +283,22 @@ def test_missing_open_marker_fails_when_the_matcher_is_made(table):
         with pytest.raises(TrgcError) as info:
             trgc.Matcher(artifact, bare)
         assert info.value.code == "E_SPECIAL_TOKEN_MISSING"
+
+
+def test_compact_separators_change_the_arguments_only(table):
+    matcher = trgc.Matcher(trgc.compile_toolcall(TOOLS, family="qwen", separators="compact"), table)
+    compact = [("get_weather", '{"city":"P","unit":"celsius"}')]
+    assert accepts(matcher, table, turn("qwen", compact))  # the envelope keeps the template's ", "
+    assert not accepts(
+        matcher, table, turn("qwen", [("get_weather", '{"city": "P", "unit": "celsius"}')])
+    )
+
+
+def test_open_objects_admit_undeclared_members_after_the_declared_ones(table):
+    matcher = trgc.Matcher(
+        trgc.compile_toolcall(TOOLS, family="deepseek", open_objects=True), table
+    )
+    extra = [("get_weather", '{"city": "P", "unit": "celsius", "wind": [1, {"a": null}]}')]
+    assert accepts(matcher, table, turn("deepseek", extra))
+    missing = [("get_weather", '{"city": "P", "wind": 1}')]
+    assert not accepts(matcher, table, turn("deepseek", missing))  # required still required

@@ -116,3 +116,18 @@ def test_help_texts():
     for sub in ("build", "inspect", "verify"):
         result = run(sub, "--help")
         assert result.exit_code == 0 and "--json" in result.stdout
+
+
+def test_verify_notices_a_table_built_from_other_files(tmp_path):
+    folder = tmp_path / "tok"
+    folder.mkdir()
+    source = (SYNTH / "json-bytelevel" / "tokenizer.json").read_text(encoding="utf-8")
+    (folder / "tokenizer.json").write_text(source, encoding="utf-8")
+    out = tmp_path / "t.trt"
+    assert run("build", str(folder), "-o", str(out)).exit_code == 0
+    (folder / "tokenizer.json").write_text(
+        source.replace('"version": "1.0"', '"version": "1.0" '), encoding="utf-8"
+    )
+    result = run("verify", str(folder), "--table", str(out), "--probe", str(PROBE), "--json")
+    assert result.exit_code == 1
+    assert any("different tokenizer.json" in p for p in json.loads(result.stdout)["problems"])

@@ -94,6 +94,7 @@ def verify_table(
             source=str(src.path),
         ) from None
     report = VerifyReport(implementation=adapter.name)
+    report.problems += _source_hash_problems(src, table)
     report.problems += adapter.structure_problems()
     report.checked_token_bytes = adapter.checked
     docs = probe_documents(probe)
@@ -109,6 +110,20 @@ def verify_table(
         if progress is not None:
             progress(k + 1, len(docs))
     return report
+
+
+def _source_hash_problems(src: Source, table: TokenTable) -> list[str]:
+    """A table built from a file of the same name but other content is reported."""
+    from trgc.tokenizer.sources import logical_name, sha256_hex
+
+    name = logical_name(src.path)
+    recorded = table.metadata.get("source_files", {}).get(name)
+    actual = sha256_hex(read_source(src.path))
+    if recorded is not None and recorded != actual:
+        return [
+            f"the table was built from a different {name} (sha256 {recorded[:12]}…, this one {actual[:12]}…)"
+        ]
+    return []
 
 
 def _mismatch(

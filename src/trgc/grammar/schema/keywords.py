@@ -180,7 +180,12 @@ KEYWORDS: tuple[Keyword, ...] = (
     Keyword("enumDescriptions", ANNOTATION, "any", "VS Code JSON language service annotation"),
     Keyword("deprecationMessage", ANNOTATION, "any", "VS Code JSON language service annotation"),
     # deferred (report, "Bounded JSON profile: trj-1")
-    Keyword("pattern", UNSUPPORTED, "string", "deferred: regular expressions"),
+    Keyword(
+        "pattern",
+        SUPPORTED,
+        "string",
+        "a safe subset of ECMA-262 (classes, groups, alternation, quantifiers, `^`/`$` at the ends; no backreferences, lookaround or \\b), read so that it is never wider than ECMA-262 or Python `re`; with minLength/maxLength only when the pattern is one repeated class or already implies the bounds",
+    ),
     Keyword("patternProperties", UNSUPPORTED, "object", "deferred"),
     Keyword("propertyNames", UNSUPPORTED, "object", "deferred"),
     Keyword("minProperties", UNSUPPORTED, "object", "deferred"),

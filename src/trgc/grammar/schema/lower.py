@@ -22,7 +22,7 @@ from fractions import Fraction
 
 from trgc.errors import TrgcError
 from trgc.grammar.ast import Grammar, Kind, Rule
-from trgc.grammar.schema import numbers, strings
+from trgc.grammar.schema import numbers, regex, strings
 from trgc.grammar.schema.keywords import (
     ANNOTATION,
     NORMALISED,
@@ -60,6 +60,7 @@ FAMILY_KEYWORDS: dict[str, str] = {
     "minLength": "string",
     "maxLength": "string",
     "format": "string",
+    "pattern": "string",
     "minimum": "number",
     "maximum": "number",
     "exclusiveMinimum": "number",
@@ -914,6 +915,16 @@ class Lowering:
         if hi is not None and lo > hi:
             self._no(pointer, f"minLength {lo} > maxLength {hi}")
             return None
+        if "pattern" in v:
+            pattern, ptr = v["pattern"]
+            if not isinstance(pattern, str):
+                raise TrgcError("E_SCHEMA_INVALID", "pattern must be a string", pointer=ptr)
+            if "format" in v:
+                raise unsupported("pattern", ptr, "pattern together with format is not supported")
+            node = regex.pattern_string(self.b, pattern, ptr, self.limits.repetition, lo, hi)
+            if node is None:
+                self._no(ptr, f"no string matches pattern {pattern!r} within the length bounds")
+            return node
         if "format" in v:
             fmt = v["format"][0]
             f_lo, f_hi = strings.FORMAT_LENGTHS[fmt]  # type: ignore[index]

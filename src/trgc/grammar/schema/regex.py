@@ -1,0 +1,430 @@
+"""`pattern` as a byte grammar: a safe subset of ECMA-262 regular expressions.
+
+JSON Schema patterns are ECMA-262 regexes that *search* the string (unanchored unless `^`/`$`
+say otherwise). The subset: literals and escapes (`\\t \\n \\r \\f \\v \\0 \\xHH \\uHHHH \\/ \\.` ...),
+`.`, classes with ranges and negation, `\\d \\w \\s` and their complements, groups `( )` and
+`(?: )`, alternation, `* + ? {n} {n,} {n,m}` (lazy forms have the same language), and `^`/`$`
+at the ends of a top-level alternative. Backreferences, lookaround, word boundaries, named
+groups and property escapes are unsupported.
+
+Soundness against both ECMA-262 and Python's `re` (which validators use): every class is the
+*smaller* of the two readings: `\\d` is `[0-9]`, `\\w` is `[A-Za-z0-9_]`, `\\s` the ASCII
+whitespace, `.` excludes all line terminators, `$` only matches at the very end; complements
+(`\\D`, `[^\\s]`, ...) remove the *larger* (Unicode) reading. The string is written in canonical
+form (only `"`, `\\` and control characters escaped, as json.dumps writes them).
+
+The parser and the emitter recurse over the regex's group nesting, which is capped at
+`MAX_GROUP_DEPTH` (a constant, so the recursion depth never depends on the input size).
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from functools import lru_cache
+
+from trgc.errors import TrgcError
+from trgc.grammar.schema.nodes import MAX_SCALAR, Builder, normalise_ranges, subtract_ranges
+from trgc.grammar.schema.strings import canonical_char
+from trgc.limits import check_limit
+
+MAX_GROUP_DEPTH = 32
+ALL = ((0, MAX_SCALAR),)
+DIGIT = ((0x30, 0x39),)
+WORD = ((0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A))
+SPACE = ((0x09, 0x0D), (0x20, 0x20))
+# everything Python's `re` or ECMA-262 may count as whitespace
+SPACE_ANY = (
+    (0x09, 0x0D), (0x1C, 0x20), (0x85, 0x85), (0xA0, 0xA0), (0x1680, 0x1680), (0x2000, 0x200A),
+    (0x2028, 0x2029), (0x202F, 0x202F), (0x205F, 0x205F), (0x3000, 0x3000), (0xFEFF, 0xFEFF),
+)  # fmt: skip
+LINE_TERMINATORS = ((0x0A, 0x0A), (0x0D, 0x0D), (0x2028, 0x2029))
+
+
+class _Unsupported(Exception):
+    pass
+
+
+@lru_cache(maxsize=2)
+def _unicode_ranges(kind: str) -> tuple[tuple[int, int], ...]:
+    """Scalars Python's `re` counts as digits (`d`) or word characters (`w`)."""
+    ranges: list[tuple[int, int]] = []
+    for cp in range(MAX_SCALAR + 1):
+        if 0xD800 <= cp <= 0xDFFF:
+            continue
+        c = chr(cp)
+        hit = unicodedata.category(c) == "Nd" if kind == "d" else (c.isalnum() or c == "_")
+        if hit:
+            if ranges and ranges[-1][1] == cp - 1:
+                ranges[-1] = (ranges[-1][0], cp)
+            else:
+                ranges.append((cp, cp))
+    return tuple(ranges)
+
+
+def _complement(kind: str) -> tuple[tuple[int, int], ...]:
+    if kind == "d":
+        return subtract_ranges(ALL, DIGIT + _unicode_ranges("d"))
+    if kind == "w":
+        return subtract_ranges(ALL, WORD + _unicode_ranges("w"))
+    return subtract_ranges(ALL, SPACE_ANY)
+
+
+# regex AST: ("chars", ranges) | ("seq", [items]) | ("alt", [items]) | ("rep", item, lo, hi)
+#            | ("any_string",)  (only from unanchored ends)
+
+
+class _Parser:
+    def __init__(self, text: str, repetition_limit: int) -> None:
+        self.text = text
+        self.i = 0
+        self.repetition_limit = repetition_limit
+
+    def peek(self) -> str | None:
+        return self.text[self.i] if self.i < len(self.text) else None
+
+    def take(self) -> str:
+        c = self.text[self.i]
+        self.i += 1
+        return c
+
+    def alternatives(self, depth: int) -> list[tuple]:
+        """Top level or group body: alternatives, each a list of (atom-with-quantifier) items."""
+        if depth > MAX_GROUP_DEPTH:
+            raise _Unsupported("groups nest too deeply")
+        alts: list[list] = [[]]
+        while True:
+            c = self.peek()
+            if c is None or c == ")":
+                return [("seq", items) for items in alts]
+            if c == "|":
+                self.take()
+                alts.append([])
+                continue
+            atom = self.atom(depth)
+            alts[-1].append(self.quantified(atom))
+
+    def quantified(self, atom: tuple) -> tuple:
+        c = self.peek()
+        lo: int
+        hi: int | None
+        if c == "*":
+            self.take()
+            lo, hi = 0, None
+        elif c == "+":
+            self.take()
+            lo, hi = 1, None
+        elif c == "?":
+            self.take()
+            lo, hi = 0, 1
+        elif c == "{" and self._brace_quantifier() is not None:
+            lo, hi = self._brace_quantifier()  # type: ignore[misc]
+            self.i = self.text.index("}", self.i) + 1
+        else:
+            return atom
+        if atom[0] in ("bol", "eol"):
+            raise _Unsupported("a quantified anchor")
+        if self.peek() == "?":  # lazy: same language
+            self.take()
+        if self.peek() in ("*", "+", "?") or (
+            self.peek() == "{" and self._brace_quantifier() is not None
+        ):
+            raise _Unsupported("a repeated quantifier")
+        for bound in (lo, hi):
+            if bound is not None:
+                check_limit("repetition", bound, self.repetition_limit, "pattern repetition bound")
+        if hi is not None and lo > hi:
+            raise _Unsupported(f"quantifier {{{lo},{hi}}} is out of order")
+        return ("rep", atom, lo, hi)
+
+    def _brace_quantifier(self) -> tuple[int, int | None] | None:
+        end = self.text.find("}", self.i)
+        if end < 0:
+            return None
+        body = self.text[self.i + 1 : end]
+        lo_text, comma, hi_text = body.partition(",")
+        if not lo_text.isdigit() or (hi_text and not hi_text.isdigit()):
+            return None
+        return int(lo_text), (int(hi_text) if hi_text else None) if comma else int(lo_text)
+
+    def atom(self, depth: int) -> tuple:
+        c = self.take()
+        if c == "(":
+            if self.peek() == "?":
+                if self.text.startswith("?:", self.i):
+                    self.i += 2
+                else:
+                    raise _Unsupported("lookaround or named groups")
+            inner = self.alternatives(depth + 1)
+            if self.peek() != ")":
+                raise _Unsupported("an unclosed group")
+            self.take()
+            return ("alt", inner)
+        if c == "[":
+            return ("chars", self.char_class())
+        if c == ".":
+            return ("chars", subtract_ranges(ALL, LINE_TERMINATORS))
+        if c == "^":
+            return ("bol",)
+        if c == "$":
+            return ("eol",)
+        if c == "\\":
+            return ("chars", self.escape(in_class=False))
+        if c in "*+?":
+            raise _Unsupported(f"nothing to repeat before {c!r}")
+        if c in "{}])":
+            if c == "{" and self._brace_quantifier() is not None:
+                raise _Unsupported("nothing to repeat")
+            if c == ")":
+                raise _Unsupported("an unmatched ')'")
+        return ("chars", ((ord(c), ord(c)),))
+
+    def escape(self, *, in_class: bool) -> tuple[tuple[int, int], ...]:
+        if self.peek() is None:
+            raise _Unsupported("a trailing backslash")
+        c = self.take()
+        simple = {"t": 9, "n": 10, "r": 13, "f": 12, "v": 11, "0": 0}
+        if c in simple and not (c == "0" and (self.peek() or "").isdigit()):
+            return ((simple[c], simple[c]),)
+        if c == "d":
+            return DIGIT
+        if c == "w":
+            return WORD
+        if c == "s":
+            return SPACE
+        if c in "DWS":
+            return _complement(c.lower())
+        if c == "x":
+            digits = self.text[self.i : self.i + 2]
+            if len(digits) == 2 and all(ch in "0123456789abcdefABCDEF" for ch in digits):
+                self.i += 2
+                return ((int(digits, 16), int(digits, 16)),)
+            raise _Unsupported("a malformed \\x escape")
+        if c == "u":
+            digits = self.text[self.i : self.i + 4]
+            if len(digits) == 4 and all(ch in "0123456789abcdefABCDEF" for ch in digits):
+                self.i += 4
+                cp = int(digits, 16)
+                if 0xD800 <= cp <= 0xDFFF:
+                    raise _Unsupported("a surrogate escape")
+                return ((cp, cp),)
+            raise _Unsupported("a malformed or braced \\u escape")
+        if c == "b" and in_class:
+            return ((8, 8),)
+        if c.isalnum():
+            raise _Unsupported(f"the escape \\{c}")
+        return ((ord(c), ord(c)),)
+
+    def char_class(self) -> tuple[tuple[int, int], ...]:
+        negated = self.peek() == "^"
+        if negated:
+            self.take()
+        ranges: list[tuple[int, int]] = []
+        removed: list[tuple[int, int]] = []  # what a negation must also exclude (Unicode readings)
+        first = True
+        while True:
+            c = self.peek()
+            if c is None:
+                raise _Unsupported("an unclosed character class")
+            if c == "]" and not first:
+                self.take()
+                break
+            first = False
+            lo_set = self._class_atom(removed)
+            if self.peek() == "-" and self.text[self.i + 1 : self.i + 2] not in ("]", ""):
+                self.take()
+                hi_set = self._class_atom(removed)
+                if (
+                    len(lo_set) != 1
+                    or len(hi_set) != 1
+                    or lo_set[0][0] != lo_set[0][1]
+                    or hi_set[0][0] != hi_set[0][1]
+                ):
+                    raise _Unsupported("a class range between character sets")
+                if lo_set[0][0] > hi_set[0][0]:
+                    raise _Unsupported("a class range out of order")
+                ranges.append((lo_set[0][0], hi_set[0][0]))
+            else:
+                ranges.extend(lo_set)
+        if negated:
+            wide = {"d": DIGIT, "w": WORD, "s": SPACE_ANY}
+            for _, letter in removed:
+                key = chr(letter)
+                ranges.extend(wide[key] + (_unicode_ranges(key) if key in "dw" else ()))
+            return subtract_ranges(ALL, ranges)
+        return normalise_ranges(ranges)
+
+    def _class_atom(self, removed: list[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
+        c = self.take()
+        if c == "\\":
+            before = self.i
+            result = self.escape(in_class=True)
+            letter = self.text[before]
+            if letter in "dws":  # a negated class must also drop Python's Unicode reading
+                removed.append((-1, ord(letter)))
+            return result
+        if c == "[" and self.peek() in (":", "=", "."):
+            raise _Unsupported("POSIX class syntax")
+        return ((ord(c), ord(c)),)
+
+
+def parse_pattern(pattern: str, repetition_limit: int) -> tuple:
+    """The regex AST of a whole pattern, with its top-level anchors resolved (see module doc)."""
+    parser = _Parser(pattern, repetition_limit)
+    alts = parser.alternatives(0)
+    if parser.i != len(pattern):
+        raise _Unsupported("an unmatched ')'")
+    anchored: list[tuple] = []
+    for _, items in alts:
+        items = list(items)
+        bol = bool(items) and items[0] == ("bol",)
+        if bol:
+            items = items[1:]
+        eol = bool(items) and items[-1] == ("eol",)
+        if eol:
+            items = items[:-1]
+        if any(_has_anchor(item) for item in items):
+            raise _Unsupported("an anchor inside the pattern")
+        if not bol:
+            items.insert(0, ("any_string",))
+        if not eol:
+            items.append(("any_string",))
+        anchored.append(("seq", items))
+    return ("alt", anchored)
+
+
+def _has_anchor(node: tuple) -> bool:
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n[0] in ("bol", "eol"):
+            return True
+        if n[0] in ("seq", "alt"):
+            stack.extend(n[1])
+        elif n[0] == "rep":
+            stack.append(n[1])
+    return False
+
+
+def length_range(node: tuple) -> tuple[int, int | None]:
+    """Fewest and most characters a regex AST matches (None: unbounded)."""
+    kind = node[0]
+    if kind == "chars":
+        return (1, 1) if node[1] else (0, 0)
+    if kind == "any_string":
+        return (0, None)
+    if kind == "rep":
+        lo, hi = length_range(node[1])
+        return lo * node[2], (None if hi is None or node[3] is None else hi * node[3])
+    parts = [length_range(n) for n in node[1]]
+    if kind == "seq":
+        his = [h for _, h in parts]
+        return sum(lo for lo, _ in parts), (None if None in his else sum(his))  # type: ignore[arg-type]
+    if not parts:
+        return 0, 0
+    his = [h for _, h in parts]
+    return min(lo for lo, _ in parts), (None if None in his else max(his))  # type: ignore[type-var]
+
+
+def _unit_of(b: Builder, ranges: tuple[tuple[int, int], ...]) -> int | None:
+    """One character of `ranges`, written canonically; None if the set is empty."""
+    if not ranges:
+        return None
+    raw = subtract_ranges(ranges, ((0x00, 0x1F), (0x22, 0x22), (0x5C, 0x5C)))
+    options = [b.cls(raw)] if raw else []
+    for special in list(range(0x20)) + [0x22, 0x5C]:
+        if any(lo <= special <= hi for lo, hi in ranges):
+            options.append(b.lit(canonical_char(chr(special))))
+    return b.alt(*options) if options else None
+
+
+def emit(b: Builder, node: tuple, depth: int = 0) -> int | None:
+    """Builder nodes for a regex AST (None: the empty language)."""
+    kind = node[0]
+    if kind == "chars":
+        return _unit_of(b, node[1])
+    if kind == "any_string":
+        unit = _unit_of(b, ALL)
+        assert unit is not None
+        return b.rep(unit, 0, None)
+    if kind == "rep":
+        inner = emit(b, node[1], depth + 1)
+        if inner is None:
+            return b.empty() if node[2] == 0 else None
+        return b.rep(inner, node[2], node[3])
+    parts = [emit(b, n, depth + 1) for n in node[1]]
+    if kind == "seq":
+        if any(p is None for p in parts):
+            return None
+        return b.seq(*parts) if parts else b.empty()  # type: ignore[arg-type]
+    kept = [p for p in parts if p is not None]
+    return b.alt(*kept) if kept else None
+
+
+def pattern_string(
+    b: Builder,
+    pattern: str,
+    pointer: str,
+    repetition_limit: int,
+    min_length: int = 0,
+    max_length: int | None = None,
+) -> int | None:
+    """A quoted string matching `pattern` (and the length bounds when they can be combined exactly)."""
+    try:
+        tree = parse_pattern(pattern, repetition_limit)
+    except _Unsupported as exc:
+        raise TrgcError(
+            "E_UNSUPPORTED_KEYWORD",
+            f"pattern {pattern!r} uses {exc} (outside the trj-1 regex subset)",
+            pointer=pointer,
+            details={"keyword": "pattern"},
+        ) from None
+    lo, hi = length_range(tree)
+    if min_length > 0 or max_length is not None:
+        single = _single_class_repeat(tree)
+        if single is not None:
+            ranges, r_lo, r_hi = single
+            new_lo = max(r_lo, min_length)
+            new_hi = (
+                max_length
+                if r_hi is None
+                else (r_hi if max_length is None else min(r_hi, max_length))
+            )
+            if new_hi is not None and new_lo > new_hi:
+                return None
+            check_limit("repetition", new_lo, repetition_limit, "minLength")
+            if new_hi is not None:
+                check_limit("repetition", new_hi, repetition_limit, "maxLength")
+            unit = _unit_of(b, ranges)
+            if unit is None:
+                return b.lit('""') if new_lo == 0 else None
+            return b.seq(b.lit('"'), b.rep(unit, new_lo, new_hi), b.lit('"'))
+        if lo < min_length or (max_length is not None and (hi is None or hi > max_length)):
+            raise TrgcError(
+                "E_UNSUPPORTED_KEYWORD",
+                "minLength/maxLength together with this pattern cannot be combined exactly",
+                pointer=pointer,
+                details={"keyword": "pattern"},
+            )
+    body = emit(b, tree)
+    if body is None:
+        return None
+    return b.seq(b.lit('"'), body, b.lit('"'))
+
+
+def _single_class_repeat(tree: tuple) -> tuple[tuple[tuple[int, int], ...], int, int | None] | None:
+    """`^C{lo,hi}$` (also `^C*$`, `^C+$`, `^C$`): the class and the bounds."""
+    if tree[0] != "alt" or len(tree[1]) != 1:
+        return None
+    items = tree[1][0][1]
+    if len(items) != 1:
+        return None
+    item = items[0]
+    if item[0] == "chars":
+        return item[1], 1, 1
+    if item[0] == "rep" and item[1][0] == "chars":
+        return item[1][1], item[2], item[3]
+    if item[0] == "rep" and item[1][0] == "alt" and len(item[1][1]) == 1:
+        inner = item[1][1][0]
+        if inner[0] == "seq" and len(inner[1]) == 1 and inner[1][0][0] == "chars":
+            return inner[1][0][1], item[2], item[3]
+    return None

@@ -20,12 +20,9 @@ module knows only arrays and a JSON header; `table.py` gives them meaning.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
-import os
 import struct
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -157,32 +154,3 @@ def read_table_bytes(path: Path) -> bytes:
             )
             raise TrgcError(code, exc.message, source=str(path)) from None
     return raw
-
-
-def write_atomic(path: Path, payload: bytes) -> None:
-    """Write `payload` to a temporary file beside `path`, fsync, then rename over `path`."""
-    path = Path(path)
-    directory = path.parent if str(path.parent) else Path(".")
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
-    except OSError as exc:
-        raise TrgcError(
-            "E_IO", f"cannot create a file in {directory}: {exc.strerror}", source=str(path)
-        ) from None
-    try:
-        mask = os.umask(0)
-        os.umask(mask)
-        os.fchmod(fd, 0o666 & ~mask)  # mkstemp creates 0600; publish with the usual permissions
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(payload)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        if isinstance(exc, OSError):
-            raise TrgcError(
-                "E_IO", f"cannot write token table: {exc.strerror}", source=str(path)
-            ) from None
-        raise

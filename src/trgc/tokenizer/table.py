@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from trgc.atomic import atomic_write
 from trgc.errors import TrgcError
 from trgc.tokenizer import codec
 
@@ -115,7 +116,7 @@ class TokenTable:
 
     def save(self, path: str | Path) -> None:
         """Write the table as one zstd frame, atomically (temporary file, fsync, rename)."""
-        codec.write_atomic(Path(path), codec.compress(self._blob))
+        atomic_write(Path(path), codec.compress(self._blob))
 
     @classmethod
     def from_bytes(cls, blob: bytes, *, source: str | None = None) -> TokenTable:

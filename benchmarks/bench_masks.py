@@ -15,6 +15,9 @@ buffer (`fill_bitmask`), which is what is timed. Reported per vocabulary:
   * precompute time, distinct masks and `.trm` file size;
   * precompute of a counted repetition (`"\"" [a-z ]{0,500} "\""`, a maxLength-style string
     that unrolls into hundreds of states): time, states, distinct masks, file size;
+  * one artifact per JSON Schema (`compile_schema`) with its instance teacher-forced once, the
+    cold case where almost every configuration is new: time to first mask (compile + bind +
+    first mask), per-token mask time without and with a precomputed cache, precompute time;
   * llguidance on the same tokens (generic JSON, flexible whitespace) if it is installed,
     and the ratios. xgrammar is not run: its wheel depends on torch.
 
@@ -162,7 +165,76 @@ def run_llguidance(raw_json: bytes, sequences) -> dict | None:
     }
 
 
-def bench_vocab(name: str, docs: list[bytes], peers: bool) -> dict:
+def load_schema_documents(subset: str, limit: int) -> list[tuple[dict, bytes]]:
+    """(schema, instance serialised with json.dumps) for valid instances, one per schema."""
+    pairs, seen = [], set()
+    with gzip.open(CORPUS / f"{subset}.jsonl.gz", "rt", encoding="utf-8") as handle:
+        for line in handle:
+            record = json.loads(line)
+            if not record["valid"] or record["file"] in seen:
+                continue
+            seen.add(record["file"])
+            schema_path = SHARED / "corpora/jsonschemabench" / subset / record["file"]
+            schema = json.loads(schema_path.read_text(encoding="utf-8"))
+            pairs.append((schema, json.dumps(record["data"], ensure_ascii=False).encode()))
+            if len(pairs) >= limit:
+                break
+    return pairs
+
+
+def bench_schemas(name: str, pairs, raw_json: bytes, table) -> dict:
+    """One artifact per schema (`compile_schema`, json.dumps separators), each instance
+    teacher-forced once: almost every configuration is new, the cold case."""
+    import trgc
+    from trgc.engine.precompute import precompute
+
+    compiled, first_masks, cold, warm, pre = [], [], [], [], []
+    refused: dict[str, int] = {}
+    for schema, doc in pairs:
+        try:
+            started = time.perf_counter()
+            art = trgc.compile_schema(schema, separators="pretty")
+            m = trgc.Matcher(art, table)
+            m.allowed_tokens_packed()
+            first_masks.append(time.perf_counter() - started)
+        except trgc.TrgcError as error:
+            refused[error.code] = refused.get(error.code, 0) + 1
+            continue
+        if not trgc.check(art, doc).accepted:
+            refused["instance_rejected"] = refused.get("instance_rejected", 0) + 1
+            continue
+        ids = tokenize(raw_json, [doc], table)
+        if not ids:
+            continue
+        compiled.append(art)
+        buffer = np.zeros((1, (table.vocab_size + 31) // 32), dtype=np.int32)
+        m.reset()
+        for token in ids[0]:
+            start = time.perf_counter()
+            m.fill_bitmask(buffer, 0)
+            cold.append(time.perf_counter() - start)
+            m.advance(token)
+        started = time.perf_counter()
+        masks = precompute(art, table)
+        pre.append(time.perf_counter() - started)
+        m = trgc.Matcher(art, table, precomputed=masks)
+        for token in ids[0]:
+            start = time.perf_counter()
+            m.fill_bitmask(buffer, 0)
+            warm.append(time.perf_counter() - start)
+            m.advance(token)
+    return {
+        "schemas": len(compiled),
+        "not_used": refused,
+        "tokens": len(cold),
+        "time_to_first_mask": stats(first_masks),
+        "no_precompute": stats(cold),
+        "precompute_seconds": stats(pre),
+        "with_precompute": stats(warm),
+    }
+
+
+def bench_vocab(name: str, docs: list[bytes], peers: bool, schema_pairs=()) -> dict:
     import zstandard
 
     import trgc
@@ -237,6 +309,8 @@ def bench_vocab(name: str, docs: list[bytes], peers: bool) -> dict:
             "mask_bytes": int(counted_masks.masks.nbytes),
             "file_bytes": path.stat().st_size,
         }
+    if schema_pairs:
+        result["schemas"] = bench_schemas(name, schema_pairs, raw_json, table)
     result["xgrammar"] = "not run: its wheel depends on torch"
     return result
 
@@ -247,10 +321,14 @@ def main() -> None:
     parser.add_argument("--subset", default="Glaiveai2K", help="JSONSchemaBench instance subset")
     parser.add_argument("--vocab", nargs="+", default=list(VOCABS), choices=list(VOCABS))
     parser.add_argument("--no-peers", action="store_true", help="skip llguidance")
+    parser.add_argument(
+        "--schemas", type=int, default=50, help="per-schema artifacts to run (0: none)"
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON document")
     args = parser.parse_args()
     docs = load_documents(args.subset, args.docs)
-    results = [bench_vocab(v, docs, not args.no_peers) for v in args.vocab]
+    pairs = load_schema_documents(args.subset, args.schemas) if args.schemas else []
+    results = [bench_vocab(v, docs, not args.no_peers, pairs) for v in args.vocab]
     if args.json:
         print(json.dumps(results, indent=2, sort_keys=True))
         return
@@ -291,6 +369,23 @@ def main() -> None:
             print(f"  p50 ratio trgc/llguidance: {r['ratio_p50_vs_llguidance']}")
         elif peer:
             print(f"  llguidance: {peer}")
+        sch = r.get("schemas")
+        if sch:
+            print(
+                f"  per-schema artifacts: {sch['schemas']} schemas, {sch['tokens']} tokens, not used {sch['not_used']}"
+            )
+            for label in (
+                "time_to_first_mask",
+                "no_precompute",
+                "precompute_seconds",
+                "with_precompute",
+            ):
+                x = sch[label]
+                unit = "s" if label == "precompute_seconds" else "ms"
+                scale = 1e-3 if unit == "s" else 1
+                print(
+                    f"    {label:20} mean {x['mean_ms'] * scale:.4f}  p50 {x['p50_ms'] * scale:.4f}  p99 {x['p99_ms'] * scale:.4f}  max {x['max_ms'] * scale:.3f} {unit}"
+                )
         print(f"  xgrammar: {r['xgrammar']}")
     sys.stdout.flush()
 

@@ -73,7 +73,7 @@ def test_trm_round_trip_and_identical_rebuild(tmp_path):
     ident = trm.save_masks(masks, path)
     again = precompute(tool_call(), TOK)
     assert trm.identity(again) == ident  # identical hash on rebuild
-    loaded = trm.load_masks(path, key=bind(art, TOK).key)
+    loaded = trm.load_masks(path, binding=bind(art, TOK))
     assert trm.to_bytes(loaded) == trm.to_bytes(masks)
     data = zstandard.ZstdDecompressor().decompress(path.read_bytes())
     assert "sha256:" + hashlib.sha256(data).hexdigest() == ident
@@ -128,12 +128,14 @@ def test_trm_refuses_other_artifact_tokenizer_and_compiler(tmp_path):
     masks = precompute(json_like(), TOK)
     path = tmp_path / "c.trm"
     trm.save_masks(masks, path)
-    other = bind(regular(), TOK).key
-    assert "artifact" in _refused(lambda: trm.load_masks(path, key=other))
+    other = bind(regular(), TOK)
+    assert "artifact" in _refused(lambda: trm.load_masks(path, binding=other))
     assert "artifact" in _refused(lambda: Matcher(regular(), TOK, precomputed=masks))
-    key = bind(json_like(), TOK).key
+    key = bind(json_like(), TOK).file_key
     assert "tokenizer" in _refused(lambda: masks.require_key((key[0], "sha256:0", *key[2:])))
-    assert "compiler" in _refused(lambda: masks.require_key((*key[:2], "9.9", key[3])))
+    assert "compiler" in _refused(lambda: masks.require_key((*key[:2], "9.9", *key[3:])))
+    assert "policy" in _refused(lambda: masks.require_key((*key[:3], "specials-0", key[4])))
+    assert "trie" in _refused(lambda: masks.require_key((*key[:4], "sha256:1")))
 
 
 def test_trm_refuses_corruption(tmp_path):

@@ -42,7 +42,7 @@ def test_precompute_cli_writes_a_usable_cache(tmp_path):
     assert doc["artifact"] == art.sha256 and doc["states"] == sum(m.n_states for m in art.machines)
     assert doc["sha256"].startswith("sha256:") and doc["file_bytes"] == out.stat().st_size
     tok = trgc.load_tokenizer(SYNTHETIC)
-    masks = trm.load_masks(out, key=bind(art, tok).key)
+    masks = trm.load_masks(out, binding=bind(art, tok))
     m = Matcher(art, tok, precomputed=masks)
     for text in (b"", b'{"a', b'[1, {"k": [tru'):
         m.reset()

@@ -97,6 +97,7 @@ def precompute_command(
         "tokenizer": masks.key[1],
         "compiler": masks.key[2],
         "policy": masks.key[3],
+        "trie": masks.key[4],
         "states": masks.n_states,
         "distinct_masks": int(masks.masks.shape[0]),
         "states_with_open_roots": int((np.diff(masks.open_start) > 0).sum()),

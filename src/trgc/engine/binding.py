@@ -59,12 +59,35 @@ class Binding:
     token_start: np.ndarray
     token_ids: np.ndarray
     trie_depth: int  # deepest trie node (longest token in bytes)
-    key: tuple[str, str, str, str, str]  # (artifact, tokenizer, compiler version, policy, trie)
+    key: tuple[str, str, str, str]  # (artifact, tokenizer, compiler version, special policy)
     _lazy: dict = field(default_factory=dict, repr=False)  # derived tables built on first use
 
     @property
     def n_words(self) -> int:
         return (self.vocab_size + 31) // 32
+
+    def trie_id(self) -> str:
+        """`sha256:` of the trie arrays (computed on first use). Precomputed open roots name
+        trie nodes, so a cache file is valid only over the exact trie layout it was built on;
+        in memory the tokenizer identity suffices (one process, one trie builder)."""
+        found = self._lazy.get("trie_id")
+        if found is None:
+            digest = hashlib.sha256()
+            for array in (
+                self.node_byte,
+                self.node_depth,
+                self.subtree_end,
+                self.token_start,
+                self.token_ids,
+            ):
+                digest.update(np.ascontiguousarray(array).tobytes())
+            found = self._lazy["trie_id"] = "sha256:" + digest.hexdigest()
+        return found
+
+    @property
+    def file_key(self) -> tuple[str, str, str, str, str]:
+        """`key` plus the trie identity: what a `.trm` cache file must match."""
+        return (*self.key, self.trie_id())
 
     def slices(self):
         """The `trgc.engine.slices.SliceTables` of this binding (built on first use)."""
@@ -147,7 +170,6 @@ def bind(artifact: Artifact, tokenizer) -> Binding:
             str(tokenizer.sha256),
             compiler_version(artifact),
             SPECIAL_POLICY,
-            trie_id(trie),
         ),
     )
     artifact._cache[memo_key] = binding

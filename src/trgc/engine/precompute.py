@@ -123,7 +123,9 @@ def suffix_classes(tables: Tables, rounds: int) -> np.ndarray:
 class FrameMasks:
     """Every state's `FrameEntry`, content-addressed (see the module docstring)."""
 
-    key: tuple[str, str, str, str, str]  # Binding.key: artifact, tokenizer, compiler, policy, trie
+    key: tuple[
+        str, str, str, str, str
+    ]  # Binding.file_key: artifact, tokenizer, compiler, policy, trie
     vocab_size: int
     max_depth: int
     accept_id: np.ndarray  # int32[G]: row of `masks`
@@ -137,7 +139,7 @@ class FrameMasks:
         return int(self.accept_id.shape[0])
 
     def require_key(self, key: tuple) -> None:
-        """`E_CACHE_MISMATCH` unless these masks were built for `key` (a `Binding.key`)."""
+        """`E_CACHE_MISMATCH` unless these masks were built for `key` (a `Binding.file_key`)."""
         names = ("artifact", "tokenizer", "compiler version", "special-token policy", "trie")
         for name, mine, theirs in zip(names, self.key, key, strict=True):
             if mine != theirs:
@@ -149,7 +151,7 @@ class FrameMasks:
 
     def require(self, binding: Binding) -> None:
         """`require_key`, then check that every index fits `binding` (the kernel trusts them)."""
-        self.require_key(binding.key)
+        self.require_key(binding.file_key)
         n_nodes = binding.node_byte.shape[0]
         if (
             self.n_states != binding.tables.accepting.shape[0]
@@ -219,7 +221,7 @@ def precompute(
         if progress is not None:
             progress(g + 1, n_states)
     return FrameMasks(
-        key=binding.key,
+        key=binding.file_key,
         vocab_size=binding.vocab_size,
         max_depth=binding.tables.max_depth,
         accept_id=accept_id,

@@ -71,41 +71,45 @@ def default_slices() -> tuple[Slice, ...]:
     )
 
 
-def _members(offsets, data, dfa, max_chars, byte_token, out):
+NOT_MEMBER = np.iinfo(np.int32).max
+
+
+def _counts(offsets, data, dfa, byte_token, out):
+    """Characters of each byte token that spells slice characters only; NOT_MEMBER otherwise,
+    0 for tokens that are not byte tokens (neutral)."""
     for t in range(offsets.shape[0] - 1):
+        if not byte_token[t]:
+            out[t] = 0
+            continue
         state = 0
         chars = 0
-        ok = byte_token[t] and offsets[t + 1] > offsets[t]
         for p in range(offsets[t], offsets[t + 1]):
-            if not ok:
-                break
             state = dfa[state, data[p]]
             if state < 0:
-                ok = False
-            elif state == 0:
+                break
+            if state == 0:
                 chars += 1
-        out[t] = ok and state == 0 and (max_chars == 0 or chars <= max_chars)
+        out[t] = chars if state == 0 and chars > 0 else NOT_MEMBER
 
 
-def _whole(member, token_start, token_ids, byte_token, parent, out):
+def _subtree_max(counts, token_start, token_ids, parent, out):
+    """Per trie node, the largest count of a token in its subtree."""
     n = out.shape[0]
     for i in range(n):
-        ok = True
+        best = 0
         for j in range(token_start[i], token_start[i + 1]):
-            t = token_ids[j]
-            if byte_token[t] and not member[t]:
-                ok = False
-        out[i] = ok
+            best = max(best, counts[token_ids[j]])
+        out[i] = best
     for i in range(n - 1, 0, -1):
-        if not out[i]:
-            out[parent[i]] = False
+        if out[i] > out[parent[i]]:
+            out[parent[i]] = out[i]
 
 
 @functools.cache
 def _jitted():
     from numba import njit
 
-    return njit(cache=True, nogil=True)(_members), njit(cache=True, nogil=True)(_whole)
+    return njit(cache=True, nogil=True)(_counts), njit(cache=True, nogil=True)(_subtree_max)
 
 
 @dataclass(frozen=True, eq=False)
@@ -115,30 +119,30 @@ class SliceTables:
     slices: tuple[Slice, ...]
     members: tuple[np.ndarray, ...]  # bool[V]
     words: tuple[np.ndarray, ...]  # uint32[n_words]
-    whole: tuple[np.ndarray, ...]  # bool[n_nodes]
+    whole: tuple[np.ndarray, ...]  # bool[n_nodes]: every token below is a member
 
 
 def build(binding) -> SliceTables:
-    """The slice tables of a binding (a few linear passes over token bytes and trie nodes)."""
+    """The slice tables of a binding: one pass over token bytes and one over trie nodes per
+    distinct slice automaton (the bounded string slices share the unbounded one's counts)."""
     from trgc.engine.bits import pack
 
-    members_fn, whole_fn = _jitted()
+    counts_fn, subtree_fn = _jitted()
+    by_dfa: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     members, words, whole = [], [], []
     for s in default_slices():
-        member = np.zeros(binding.vocab_size, dtype=np.bool_)
-        members_fn(binding.offsets, binding.data, s.dfa, s.max_chars, binding.byte_token, member)
-        flags = np.zeros(binding.node_byte.shape[0], dtype=np.bool_)
-        whole_fn(
-            member,
-            binding.token_start,
-            binding.token_ids,
-            binding.byte_token,
-            binding.parent,
-            flags,
-        )
+        if id(s.dfa) not in by_dfa:
+            counts = np.empty(binding.vocab_size, dtype=np.int32)
+            counts_fn(binding.offsets, binding.data, s.dfa, binding.byte_token, counts)
+            submax = np.empty(binding.node_byte.shape[0], dtype=np.int32)
+            subtree_fn(counts, binding.token_start, binding.token_ids, binding.parent, submax)
+            by_dfa[id(s.dfa)] = (counts, submax)
+        counts, submax = by_dfa[id(s.dfa)]
+        limit = s.max_chars if s.max_chars else NOT_MEMBER - 1
+        member = binding.byte_token & (counts <= limit)
         members.append(member)
         words.append(pack(member))
-        whole.append(flags)
+        whole.append(submax <= limit)
     return SliceTables(default_slices(), tuple(members), tuple(words), tuple(whole))
 
 

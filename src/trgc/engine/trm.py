@@ -169,19 +169,18 @@ def from_bytes(data: bytes, *, source: str | None = None) -> FrameMasks:
     return masks
 
 
-def load_masks(
-    path: Path | str, *, key: tuple | None = None, limits: Limits = DEFAULT_LIMITS
-) -> FrameMasks:
-    """Read a `.trm` file; with `key` (a `Binding.key`) also refuse one built for another pair."""
+def load_masks(path: Path | str, *, binding=None, limits: Limits = DEFAULT_LIMITS) -> FrameMasks:
+    """Read a `.trm` file; with `binding` (a `trgc.engine.binding.Binding`) also refuse one
+    built for another artifact, tokenizer, compiler version, policy or trie."""
     import zstandard
 
     raw = read_bytes(path)
-    cap = limits.cache_bytes + 12 * limits.states + (1 << 20)
+    cap = limits.cache_bytes + 16 * limits.states + (1 << 20)
     try:
         data = zstandard.ZstdDecompressor().decompress(raw, max_output_size=cap)
     except zstandard.ZstdError as exc:
         raise _refuse(f"not a readable zstd frame ({exc})", str(path)) from None
     masks = from_bytes(data, source=str(path))
-    if key is not None:
-        masks.require_key(key)
+    if binding is not None:
+        masks.require(binding)
     return masks

@@ -419,3 +419,33 @@ def test_oneof_overlap_is_refused():
     with pytest.raises(TrgcError) as info:
         compiled({"oneOf": [{"type": "integer"}, {"type": "number"}]})
     assert info.value.code == "E_ONEOF_OVERLAP"
+
+
+def test_exclusive_number_bounds_are_not_reached_by_rounding():
+    """A long decimal can round to the bound in binary64; validators compare the rounded value."""
+    low = {"type": "number", "exclusiveMinimum": 0}
+    high = {"type": "number", "exclusiveMaximum": 10}
+    for schema, text in (
+        (low, "0." + "0" * 400 + "1"),
+        (high, "9.99999999999999999999"),
+        (low, "1e-400"),
+    ):
+        assert not oracle(schema, text)
+        assert not accepts(schema, text), text
+    assert accepts(low, "0.00000000000001") and accepts(high, "9.9999999999999")
+    rng = __import__("random").Random(9)
+    for _ in range(400):
+        digits = rng.randrange(1, 25)
+        text = (
+            ("-" if rng.random() < 0.3 else "")
+            + rng.choice(["0", "9", "10", "1"])
+            + "."
+            + "".join(rng.choice("0999") for _ in range(digits))
+        )
+        for schema in (
+            low,
+            high,
+            {"type": "number", "exclusiveMinimum": -1, "exclusiveMaximum": 1},
+        ):
+            if accepts(schema, text):
+                assert oracle(schema, text), (schema, text)

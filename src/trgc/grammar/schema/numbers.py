@@ -119,33 +119,76 @@ def number(b: Builder) -> int:
     return b.seq(b.opt(b.lit("-")), integer, fraction, exponent)
 
 
-def _fraction(b: Builder, kind: str) -> int:
-    """`any`: optional fraction; `zero`: optional all-zero fraction; `nonzero`: a fraction with a non-zero digit."""
+SIGNIFICANT = 15  # decimals of at most 15 digits round-trip through binary64 (DBL_DIG)
+
+
+def _fraction(b: Builder, kind: str, cap: int | None = None) -> int | None:
+    """`any`: optional fraction; `zero`: optional all-zero fraction; `nonzero`: a fraction with a
+    non-zero digit. `cap` bounds the fraction digits (None: unbounded; the result is None when
+    a required fraction cannot fit)."""
+    if cap is None:
+        if kind == "any":
+            return b.opt(b.seq(b.lit("."), b.rep(_digit(b), 1, None)))
+        if kind == "zero":
+            return b.opt(b.seq(b.lit("."), b.rep(b.lit("0"), 1, None)))
+        return b.seq(
+            b.lit("."), b.rep(_digit(b), 0, None), _digit(b, "1", "9"), b.rep(_digit(b), 0, None)
+        )
     if kind == "any":
-        return b.opt(b.seq(b.lit("."), b.rep(_digit(b), 1, None)))
+        return b.opt(b.seq(b.lit("."), b.rep(_digit(b), 1, cap))) if cap > 0 else b.empty()
     if kind == "zero":
-        return b.opt(b.seq(b.lit("."), b.rep(b.lit("0"), 1, None)))
-    return b.seq(
-        b.lit("."), b.rep(_digit(b), 0, None), _digit(b, "1", "9"), b.rep(_digit(b), 0, None)
-    )
+        return b.opt(b.seq(b.lit("."), b.rep(b.lit("0"), 1, cap))) if cap > 0 else b.empty()
+    if cap <= 0:
+        return None
+    options = [
+        b.seq(b.rep(b.lit("0"), k, k), _digit(b, "1", "9"), b.rep(_digit(b), 0, cap - k - 1))
+        for k in range(cap)
+    ]
+    return b.seq(b.lit("."), b.alt(*options))
 
 
-def _magnitudes(b: Builder, a: int, a_incl: bool, z: int | None, z_incl: bool) -> int | None:
-    """Spellings `I[.F]` of the values v with a ≤ v (or a < v) and v ≤ z (or v < z); a ≥ 0 and integer."""
-    options: list[int] = []
+def _with_fraction(
+    b: Builder, integer: int | None, digits: int, kind: str, cap: int | None
+) -> int | None:
+    if integer is None:
+        return None
+    fraction = _fraction(b, kind, None if cap is None else cap - digits)
+    if fraction is None or (cap is not None and digits > cap):
+        return None
+    return b.seq(integer, fraction)
+
+
+def _magnitudes(
+    b: Builder, a: int, a_incl: bool, z: int | None, z_incl: bool, cap: int | None
+) -> int | None:
+    """Spellings `I[.F]` of the values v with a ≤ v (or a < v) and v ≤ z (or v < z); a ≥ 0 and integer.
+
+    With `cap`, a spelling has at most `cap` digits in all, so that distinct spellings round to
+    distinct binary64 values and an exclusive bound cannot be reached by rounding.
+    """
+    options: list[int | None] = []
     if z is not None and a == z:
         if a_incl and z_incl:
-            options.append(b.seq(b.lit(str(a)), _fraction(b, "zero")))
-        return b.alt(*options) if options else None
-    if z is not None and a > z:
-        return None
-    options.append(b.seq(b.lit(str(a)), _fraction(b, "any" if a_incl else "nonzero")))
-    inner = natural_range(b, a + 1, None if z is None else z - 1)
-    if inner is not None:
-        options.append(b.seq(inner, _fraction(b, "any")))
-    if z is not None and z_incl:
-        options.append(b.seq(b.lit(str(z)), _fraction(b, "zero")))
-    return b.alt(*options)
+            options.append(_with_fraction(b, b.lit(str(a)), len(str(a)), "zero", cap))
+    elif z is None or a < z:
+        options.append(
+            _with_fraction(b, b.lit(str(a)), len(str(a)), "any" if a_incl else "nonzero", cap)
+        )
+        top = None if z is None else z - 1
+        if cap is None:
+            inner = natural_range(b, a + 1, top)
+            if inner is not None:
+                options.append(b.seq(inner, _fraction(b, "any")))
+        else:
+            for digits in range(len(str(a + 1)), cap + 1):
+                lo = max(a + 1, 0 if digits == 1 else 10 ** (digits - 1))
+                hi = 10**digits - 1 if top is None else min(top, 10**digits - 1)
+                if lo <= hi:
+                    options.append(_with_fraction(b, natural_range(b, lo, hi), digits, "any", cap))
+        if z is not None and z_incl:
+            options.append(_with_fraction(b, b.lit(str(z)), len(str(z)), "zero", cap))
+    kept = [o for o in options if o is not None]
+    return b.alt(*kept) if kept else None
 
 
 def bounded_number(
@@ -153,6 +196,9 @@ def bounded_number(
 ) -> int | None:
     """Numbers without exponent inside integer bounds `(value, inclusive)`; None if none exist."""
     options: list[int] = []
+    # an exclusive bound could be reached by rounding a long decimal to binary64: cap the digits
+    exclusive = (lo is not None and not lo[1]) or (hi is not None and not hi[1])
+    cap = SIGNIFICANT if exclusive else None
     # non-negative spellings (no minus sign): v >= 0
     a, a_incl = (0, True) if lo is None or lo[0] < 0 else lo
     z, z_incl = (None, True) if hi is None else hi
@@ -160,14 +206,14 @@ def bounded_number(
         if z is not None and z < a:
             pass
         else:
-            non_negative = _magnitudes(b, a, a_incl, z, z_incl)
+            non_negative = _magnitudes(b, a, a_incl, z, z_incl, cap)
             if non_negative is not None:
                 options.append(non_negative)
     # negative values v < 0 written as "-" m with m > 0: m in (max(0, -z), -lo)
     if lo is None or lo[0] < 0:
         m_lo, m_lo_incl = (0, False) if hi is None or hi[0] >= 0 else (-hi[0], hi[1])
         m_hi, m_hi_incl = (None, True) if lo is None else (-lo[0], lo[1])
-        negative = _magnitudes(b, m_lo, m_lo_incl, m_hi, m_hi_incl)
+        negative = _magnitudes(b, m_lo, m_lo_incl, m_hi, m_hi_incl, cap)
         if negative is not None:
             options.append(b.seq(b.lit("-"), negative))
     return b.alt(*options) if options else None

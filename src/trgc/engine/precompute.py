@@ -35,7 +35,7 @@ from trgc.artifact.model import Artifact
 from trgc.engine.binding import Binding, bind
 from trgc.engine.config import Config, Tables
 from trgc.engine.kernel import Scratch, walk_trie
-from trgc.engine.slices import is_safe
+from trgc.engine.slices import default_slices, is_safe
 from trgc.errors import TrgcError
 from trgc.limits import DEFAULT_LIMITS, Limits, check_limit
 
@@ -59,9 +59,9 @@ def frame_entry(binding: Binding, g: int, scratch: Scratch) -> FrameEntry:
     """The `FrameEntry` of global state `g`: one frame-mode trie walk, skipping the subtrees
     of the first slice `g` accepts wholesale (`trgc.engine.slices`)."""
     frame_mode = bool(binding.tables.has_caller[g])
-    tables = binding.slices()
-    for k, piece in enumerate(tables.slices):
+    for k, piece in enumerate(default_slices()):
         if is_safe(binding.tables, g, piece):
+            tables = binding.slices()  # built on the first safe state only
             accept = tables.words[k].copy()
             skip = tables.whole[k]
             break

@@ -173,3 +173,23 @@ def test_soundness_of_random_constrained_walks(grammar, vocab):
             data = b"".join(m._binding.token_bytes(t) for t in tokens)
             assert trgc.check(art, data).accepted, data
     assert finished > 0
+
+
+def test_forced_bytes_on_shipped_grammars():
+    m = matcher_or_missing("json", "synthetic")
+    tables = m._binding.tables
+    for prefix, forced in (
+        (b'{"a": tr', b"ue"),
+        (b"[nu", b"ll"),
+        (b'{"a": fals', b"e"),
+        (b"[", b""),
+    ):
+        m._history = [step_bytes(tables, START, prefix)]
+        assert m.forced_bytes() == forced, prefix
+    m = matcher_or_missing("toolcall", "qwen3")
+    m.advance(tokenizer("qwen3").added_tokens["<tool_call>"])
+    assert m.forced_bytes() == b""  # whitespace may come first
+    m._history = [step_bytes(m._binding.tables, m.config, b"{")]
+    assert m.forced_bytes() == b""
+    m._history = [step_bytes(m._binding.tables, m.config, b'"')]
+    assert m.forced_bytes() == b'name"'

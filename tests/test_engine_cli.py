@@ -43,7 +43,8 @@ def test_precompute_cli_writes_a_usable_cache(tmp_path):
     assert doc["sha256"].startswith("sha256:") and doc["file_bytes"] == out.stat().st_size
     tok = trgc.load_tokenizer(SYNTHETIC)
     masks = trm.load_masks(out, binding=bind(art, tok))
-    m = Matcher(art, tok, precomputed=masks)
+    m = Matcher(art, tok, cache=masks)  # a FrameMasks given as cache is the precomputed table
+    assert m._precomputed is masks
     for text in (b"", b'{"a', b'[1, {"k": [tru'):
         m.reset()
         config = step_bytes(bind(art, tok).tables, m.config, text)

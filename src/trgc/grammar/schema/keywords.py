@@ -128,7 +128,7 @@ KEYWORDS: tuple[Keyword, ...] = (
         "format",
         SUPPORTED,
         "string",
-        "`date`, `time`, `date-time` (RFC 3339, upper-case `T`/`Z`, no leap second) and `uuid` as shape only; other formats are unsupported",
+        "as shape only (a subset of what validators accept): `date`, `time`, `date-time` (RFC 3339, upper-case `T`/`Z`, no leap second), `uuid`, `email` (dot-atom @ hostname), `hostname`, `ipv4`, `uri`/`uri-reference`/`iri`/`iri-reference` (http(s) URLs); other formats validators know (ipv6, regex, duration, ...) are unsupported; names no validator knows (OpenAPI int32, ...) are annotations",
     ),
     # numbers
     Keyword(
@@ -229,7 +229,45 @@ def status_of(keyword: str) -> str | None:
     return STATUS.get(keyword)
 
 
-SUPPORTED_FORMATS: tuple[str, ...] = ("date", "date-time", "time", "uuid")
+SUPPORTED_FORMATS: tuple[str, ...] = (
+    "date",
+    "date-time",
+    "email",
+    "hostname",
+    "iri",
+    "iri-reference",
+    "ipv4",
+    "time",
+    "uri",
+    "uri-reference",
+    "uuid",
+)
+# formats some validator asserts: without a shape here they are unsupported; every other
+# format name is unknown to validators (e.g. OpenAPI's int32) and is an annotation
+KNOWN_FORMATS: frozenset[str] = frozenset(
+    {
+        "color",
+        "date",
+        "date-time",
+        "duration",
+        "email",
+        "hostname",
+        "idn-email",
+        "idn-hostname",
+        "ipv4",
+        "ipv6",
+        "iri",
+        "iri-reference",
+        "json-pointer",
+        "regex",
+        "relative-json-pointer",
+        "time",
+        "uri",
+        "uri-reference",
+        "uri-template",
+        "uuid",
+    }
+)
 
 # profile rules, rendered into docs/trj-1.md; conformance classifications cite them by id
 PROFILE_RULES: dict[str, str] = {
@@ -244,6 +282,7 @@ PROFILE_RULES: dict[str, str] = {
     "canonical-constants": "enum/const values and declared member names are written in canonical form (json.dumps, ensure_ascii=False)",
     "type-inference": "a schema without `type` admits only the types its keywords constrain (e.g. `properties` implies an object)",
     "max-depth": "recursive references and values of unconstrained schemas nest at most max_depth deep",
+    "format-unknown": "a format name no validator knows (e.g. OpenAPI int32) is an annotation, as validators treat it",
     "unsatisfiable": "a schema no value satisfies is refused (E_UNSATISFIABLE) instead of compiling an empty language",
-    "format-shape": "date, time, date-time and uuid are enforced as shape (upper-case T/Z, no leap second); this is stricter than annotation-only format",
+    "format-shape": "supported formats are enforced as a conservative shape (upper-case T/Z, no leap second, http(s) URIs, dot-atom emails); stricter than annotation-only format",
 }

@@ -25,6 +25,7 @@ from trgc.grammar.ast import Grammar, Kind, Rule
 from trgc.grammar.schema import numbers, regex, strings
 from trgc.grammar.schema.keywords import (
     ANNOTATION,
+    KNOWN_FORMATS,
     NORMALISED,
     SUPPORTED,
     SUPPORTED_FORMATS,
@@ -268,7 +269,7 @@ class Lowering:
             value, ptr = v["format"]
             if not isinstance(value, str):
                 raise TrgcError("E_SCHEMA_INVALID", "format must be a string", pointer=ptr)
-            if value not in SUPPORTED_FORMATS:
+            if value not in SUPPORTED_FORMATS and value in KNOWN_FORMATS:
                 raise unsupported(
                     "format",
                     ptr,
@@ -919,13 +920,13 @@ class Lowering:
             pattern, ptr = v["pattern"]
             if not isinstance(pattern, str):
                 raise TrgcError("E_SCHEMA_INVALID", "pattern must be a string", pointer=ptr)
-            if "format" in v:
+            if "format" in v and v["format"][0] in SUPPORTED_FORMATS:
                 raise unsupported("pattern", ptr, "pattern together with format is not supported")
             node = regex.pattern_string(self.b, pattern, ptr, self.limits.repetition, lo, hi)
             if node is None:
                 self._no(ptr, f"no string matches pattern {pattern!r} within the length bounds")
             return node
-        if "format" in v:
+        if "format" in v and v["format"][0] in SUPPORTED_FORMATS:
             fmt = v["format"][0]
             f_lo, f_hi = strings.FORMAT_LENGTHS[fmt]  # type: ignore[index]
             if (hi is not None and hi < f_lo) or (f_hi is not None and lo > f_hi):

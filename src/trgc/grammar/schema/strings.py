@@ -143,6 +143,13 @@ FORMAT_LENGTHS: dict[str, tuple[int, int | None]] = {
     "time": (9, None),
     "date-time": (20, None),
     "uuid": (36, 36),
+    "email": (6, 209),
+    "hostname": (4, 146),
+    "ipv4": (7, 15),
+    "uri": (11, None),
+    "uri-reference": (11, None),
+    "iri": (11, None),
+    "iri-reference": (11, None),
 }
 
 
@@ -222,9 +229,88 @@ def uuid(b: Builder) -> int:
     return b.seq(*items)
 
 
+def _alnum(b: Builder) -> int:
+    return b.cls([(0x30, 0x39), (0x41, 0x5A), (0x61, 0x7A)])
+
+
+def _label(b: Builder) -> int:
+    """A DNS label: letters and digits, inner hyphens, at most 41 characters."""
+    return b.seq(b.rep(_alnum(b), 1, 20), b.opt(b.seq(b.lit("-"), b.rep(_alnum(b), 1, 20))))
+
+
+def hostname(b: Builder) -> int:
+    """Two to four labels, the last alphabetic (RFC 1123 shape, well under the length limits)."""
+    tld = b.rep(b.cls([(0x41, 0x5A), (0x61, 0x7A)]), 2, 20)
+    return b.seq(_label(b), b.rep(b.seq(b.lit("."), _label(b)), 0, 2), b.lit("."), tld)
+
+
+def email(b: Builder) -> int:
+    """A dot-atom local part of at most 62 characters, `@`, a hostname (RFC 5321 subset)."""
+    atom = lambda: b.rep(
+        b.cls(
+            [
+                (0x30, 0x39),
+                (0x41, 0x5A),
+                (0x61, 0x7A),
+                (0x5F, 0x5F),
+                (0x25, 0x25),
+                (0x2B, 0x2B),
+                (0x2D, 0x2D),
+            ]
+        ),
+        1,
+        20,
+    )  # noqa: E731
+    return b.seq(atom(), b.rep(b.seq(b.lit("."), atom()), 0, 2), b.lit("@"), hostname(b))
+
+
+def ipv4(b: Builder) -> int:
+    """Dotted quad without leading zeros."""
+
+    def octet() -> int:
+        return b.alt(
+            b.seq(b.lit("25"), _digits(b, "0", "5")),
+            b.seq(b.lit("2"), _digits(b, "0", "4"), _digits(b, "0", "9")),
+            b.seq(b.lit("1"), _digits(b, "0", "9"), _digits(b, "0", "9")),
+            b.seq(_digits(b, "1", "9"), _digits(b, "0", "9")),
+            _digits(b, "0", "9"),
+        )
+
+    return b.seq(octet(), b.lit("."), octet(), b.lit("."), octet(), b.lit("."), octet())
+
+
+def uri(b: Builder) -> int:
+    """`http(s)://host[:port][/path][?query][#fragment]` with unreserved, sub-delim and
+    percent-encoded characters only (RFC 3986 subset, also a WHATWG URL)."""
+    pchar_ranges = [(0x30, 0x39), (0x41, 0x5A), (0x61, 0x7A)] + [
+        (ord(c), ord(c)) for c in "-._~!$&'()*+,;=:@"
+    ]
+
+    def chars(extra: str) -> int:
+        return b.rep(
+            b.alt(
+                b.cls(pchar_ranges + [(ord(c), ord(c)) for c in extra]),
+                b.seq(b.lit("%"), _hex(b, 2)),
+            ),
+            0,
+            None,
+        )
+
+    host = b.alt(hostname(b), b.lit("localhost"), ipv4(b))
+    port = b.opt(b.seq(b.lit(":"), _digits(b, "1", "9"), b.rep(_digits(b, "0", "9"), 0, 3)))
+    path = b.rep(b.seq(b.lit("/"), chars("")), 0, None)
+    query = b.opt(b.seq(b.lit("?"), chars("/?")))
+    fragment = b.opt(b.seq(b.lit("#"), chars("/?")))
+    return b.seq(b.lit("http"), b.opt(b.lit("s")), b.lit("://"), host, port, path, query, fragment)
+
+
 def formatted_string(b: Builder, fmt: str) -> int:
     """A quoted string of the given format's shape (raw ASCII characters only)."""
-    if fmt == "date":
+    if fmt in ("email", "hostname", "ipv4"):
+        body = {"email": email, "hostname": hostname, "ipv4": ipv4}[fmt](b)
+    elif fmt in ("uri", "uri-reference", "iri", "iri-reference"):
+        body = uri(b)
+    elif fmt == "date":
         body = date(b)
     elif fmt == "time":
         body = time(b)

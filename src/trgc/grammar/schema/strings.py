@@ -246,21 +246,19 @@ def hostname(b: Builder) -> int:
 
 def email(b: Builder) -> int:
     """A dot-atom local part of at most 62 characters, `@`, a hostname (RFC 5321 subset)."""
-    atom = lambda: b.rep(
-        b.cls(
-            [
-                (0x30, 0x39),
-                (0x41, 0x5A),
-                (0x61, 0x7A),
-                (0x5F, 0x5F),
-                (0x25, 0x25),
-                (0x2B, 0x2B),
-                (0x2D, 0x2D),
-            ]
-        ),
-        1,
-        20,
-    )  # noqa: E731
+    local = [
+        (0x30, 0x39),
+        (0x41, 0x5A),
+        (0x61, 0x7A),
+        (0x5F, 0x5F),
+        (0x25, 0x25),
+        (0x2B, 0x2B),
+        (0x2D, 0x2D),
+    ]
+
+    def atom() -> int:
+        return b.rep(b.cls(local), 1, 20)
+
     return b.seq(atom(), b.rep(b.seq(b.lit("."), atom()), 0, 2), b.lit("@"), hostname(b))
 
 

@@ -99,3 +99,31 @@ def test_frame_entries_with_slices_equal_plain_walks(vocab, grammar):
         assert (entry.open_roots == roots).all() and entry.height == height, g
         used += any(is_safe(b.tables, g, s) for s in default_slices())
     assert used > 0
+
+
+def test_tokenizer_level_slice_tables_are_shared_through_the_cache():
+    from trgc.engine.cache import MaskCache
+    from trgc.engine.matcher import Matcher
+
+    tok = trgc.load_tokenizer(ROOT / "tokenizers/synthetic/json-bytelevel")
+    cache = MaskCache()
+    first, second = (
+        json_artifact(),
+        trgc.compile_grammar((ROOT / "grammars" / "toolcall.trg").read_text(encoding="utf-8")),
+    )
+    for art in (first, second):
+        m = Matcher(art, tok, cache=cache)
+        m._history = [step_bytes(m._binding.tables, START, b'{"a' if art is first else b"")]
+        if art is second:
+            m.advance(tok.added_tokens["<tool_call>"])
+            m._history = [
+                step_bytes(m._binding.tables, m.config, b'{"name": "f", "arguments": {"k": "v')
+            ]
+        m.allowed_tokens()
+    raw = cache.get(("engine.slices", tok.sha256))
+    assert raw is not None
+    b1, b2 = bind(first, tok), bind(second, tok)
+    assert b1.slices().members[0] is not b2.slices().members[0]
+    # the named <tool_call> keeps its bytes in the table but is never a member for toolcall
+    tool = tok.added_tokens["<tool_call>"]
+    assert b1.slices().members[0][tool] and not b2.slices().members[0][tool]

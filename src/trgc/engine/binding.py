@@ -49,6 +49,7 @@ class Binding:
     offsets: np.ndarray  # int64[V + 1]: token bytes in `data`
     data: np.ndarray  # uint8
     byte_token: np.ndarray  # bool[V]: matched by bytes
+    has_bytes: np.ndarray  # bool[V]: normal or byte-fallback with bytes (the trie's tokens)
     special_ids: np.ndarray  # int64[k]: token id of `artifact.specials[k]`
     special_syms: np.ndarray  # int64[k]: grammar symbol of `artifact.specials[k]`
     eos_ids: np.ndarray  # int64: ids allowed exactly in accepting configurations
@@ -89,13 +90,23 @@ class Binding:
         """`key` plus the trie identity: what a `.trm` cache file must match."""
         return (*self.key, self.trie_id())
 
-    def slices(self):
-        """The `trgc.engine.slices.SliceTables` of this binding (built on first use)."""
+    def slices(self, cache=None):
+        """The `trgc.engine.slices.SliceTables` of this binding (built on first use).
+
+        The tokenizer-level part (`RawSlices`) is looked up in, and added to, `cache` (a
+        `MaskCache`) under the tokenizer identity, so bindings of many artifacts to one
+        tokenizer build it once."""
         tables = self._lazy.get("slices")
         if tables is None:
-            from trgc.engine.slices import build
+            from trgc.engine.slices import build_raw, specialise
 
-            tables = self._lazy["slices"] = build(self)
+            key = ("engine.slices", self.key[1])
+            raw = cache.get(key) if cache is not None else None
+            if raw is None:
+                raw = build_raw(self)
+                if cache is not None:
+                    cache.put(key, raw, raw.nbytes)
+            tables = self._lazy["slices"] = specialise(raw, self.byte_token)
         return tables
 
     def token_bytes(self, token_id: int) -> bytes:
@@ -145,7 +156,8 @@ def bind(artifact: Artifact, tokenizer) -> Binding:
     named = np.zeros(vocab, dtype=bool)
     named[special_ids] = True
     eos = np.array(sorted({int(i) for i in tokenizer.eos_ids}), dtype=np.int64)
-    byte_token = ((kinds == KIND_NORMAL) | (kinds == KIND_BYTE)) & (np.diff(offsets) > 0) & ~named
+    has_bytes = ((kinds == KIND_NORMAL) | (kinds == KIND_BYTE)) & (np.diff(offsets) > 0)
+    byte_token = has_bytes & ~named
     byte_token[eos] = False
     trie = tokenizer.trie
     node_depth = np.ascontiguousarray(trie.node_depth, dtype=np.int32)
@@ -155,6 +167,7 @@ def bind(artifact: Artifact, tokenizer) -> Binding:
         offsets=offsets,
         data=np.ascontiguousarray(tokenizer.data, dtype=np.uint8),
         byte_token=byte_token,
+        has_bytes=has_bytes,
         special_ids=special_ids,
         special_syms=special_syms,
         eos_ids=eos,

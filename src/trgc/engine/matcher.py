@@ -109,7 +109,7 @@ class Matcher:
         key = (*self._binding.key, "frame", g)
         entry = self._cache.get(key)
         if entry is None:
-            entry = frame_entry(self._binding, g, self._scratch)
+            entry = frame_entry(self._binding, g, self._scratch, self._cache)
             self._cache.put(key, entry, entry.nbytes)
             self.last_source = "walk"
         return entry

@@ -55,13 +55,14 @@ class FrameEntry:
         return int(self.accept.nbytes + self.open_roots.nbytes)
 
 
-def frame_entry(binding: Binding, g: int, scratch: Scratch) -> FrameEntry:
+def frame_entry(binding: Binding, g: int, scratch: Scratch, cache=None) -> FrameEntry:
     """The `FrameEntry` of global state `g`: one frame-mode trie walk, skipping the subtrees
-    of the first slice `g` accepts wholesale (`trgc.engine.slices`)."""
+    of the first slice `g` accepts wholesale (`trgc.engine.slices`; their tokenizer-level
+    tables are shared through `cache`, a `MaskCache`, when given)."""
     frame_mode = bool(binding.tables.has_caller[g])
     for k, piece in enumerate(default_slices()):
         if is_safe(binding.tables, g, piece):
-            tables = binding.slices()  # built on the first safe state only
+            tables = binding.slices(cache)  # built on the first safe state only
             accept = tables.words[k].copy()
             skip = tables.whole[k]
             break

@@ -74,11 +74,11 @@ def default_slices() -> tuple[Slice, ...]:
 NOT_MEMBER = np.iinfo(np.int32).max
 
 
-def _counts(offsets, data, dfa, byte_token, out):
-    """Characters of each byte token that spells slice characters only; NOT_MEMBER otherwise,
-    0 for tokens that are not byte tokens (neutral)."""
+def _counts(offsets, data, dfa, has_bytes, out):
+    """Characters of each token that spells slice characters only; NOT_MEMBER otherwise, 0 for
+    tokens without bytes (neutral: they are not in the trie)."""
     for t in range(offsets.shape[0] - 1):
-        if not byte_token[t]:
+        if not has_bytes[t]:
             out[t] = 0
             continue
         state = 0
@@ -113,8 +113,24 @@ def _jitted():
 
 
 @dataclass(frozen=True, eq=False)
+class RawSlices:
+    """The tokenizer-level part, valid for every artifact bound to the tokenizer: per distinct
+    slice automaton, each token's character count (`NOT_MEMBER` if it is not a member) and
+    per trie node the largest count in its subtree."""
+
+    counts: tuple[np.ndarray, ...]  # int32[V], one per slice (shared arrays for one automaton)
+    submax: tuple[np.ndarray, ...]  # int32[n_nodes]
+
+    @property
+    def nbytes(self) -> int:
+        unique = {id(a): a for a in (*self.counts, *self.submax)}
+        return int(sum(a.nbytes for a in unique.values()))
+
+
+@dataclass(frozen=True, eq=False)
 class SliceTables:
-    """Per slice: member tokens (bool and packed words) and whole-subtree flags per node."""
+    """Per slice, for one binding: member tokens (bool and packed words) and whole-subtree
+    flags per node."""
 
     slices: tuple[Slice, ...]
     members: tuple[np.ndarray, ...]  # bool[V]
@@ -122,24 +138,35 @@ class SliceTables:
     whole: tuple[np.ndarray, ...]  # bool[n_nodes]: every token below is a member
 
 
-def build(binding) -> SliceTables:
-    """The slice tables of a binding: one pass over token bytes and one over trie nodes per
-    distinct slice automaton (the bounded string slices share the unbounded one's counts)."""
-    from trgc.engine.bits import pack
-
+def build_raw(binding) -> RawSlices:
+    """One pass over token bytes and one over trie nodes per distinct slice automaton (the
+    bounded string slices share the unbounded one's counts). Every token of the trie counts
+    (`has_bytes`), so the result does not depend on the artifact."""
     counts_fn, subtree_fn = _jitted()
     by_dfa: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-    members, words, whole = [], [], []
+    counts_out, submax_out = [], []
     for s in default_slices():
         if id(s.dfa) not in by_dfa:
             counts = np.empty(binding.vocab_size, dtype=np.int32)
-            counts_fn(binding.offsets, binding.data, s.dfa, binding.byte_token, counts)
+            counts_fn(binding.offsets, binding.data, s.dfa, binding.has_bytes, counts)
             submax = np.empty(binding.node_byte.shape[0], dtype=np.int32)
             subtree_fn(counts, binding.token_start, binding.token_ids, binding.parent, submax)
             by_dfa[id(s.dfa)] = (counts, submax)
-        counts, submax = by_dfa[id(s.dfa)]
+        counts_out.append(by_dfa[id(s.dfa)][0])
+        submax_out.append(by_dfa[id(s.dfa)][1])
+    return RawSlices(tuple(counts_out), tuple(submax_out))
+
+
+def specialise(raw: RawSlices, byte_token: np.ndarray) -> SliceTables:
+    """The slice tables of one binding. Tokens the binding does not match by bytes (a named
+    special, EOS) are never members; a subtree flagged whole may still hold such a token,
+    which is right: skipping it leaves it unset, as the walk would."""
+    from trgc.engine.bits import pack
+
+    members, words, whole = [], [], []
+    for s, counts, submax in zip(default_slices(), raw.counts, raw.submax, strict=True):
         limit = s.max_chars if s.max_chars else NOT_MEMBER - 1
-        member = binding.byte_token & (counts <= limit)
+        member = byte_token & (counts <= limit)
         members.append(member)
         words.append(pack(member))
         whole.append(submax <= limit)

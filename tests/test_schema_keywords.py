@@ -470,3 +470,41 @@ def test_exclusive_number_bounds_are_not_reached_by_rounding():
         ):
             if accepts(schema, text):
                 assert oracle(schema, text), (schema, text)
+
+
+def test_oneof_branches_separated_by_required_members():
+    schema = {
+        "oneOf": [
+            {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]},
+            {"type": "object", "properties": {"b": {"type": "string"}}, "required": ["b"]},
+        ]
+    }
+    assert accepts(schema, '{"a":1}') and accepts(schema, '{"b":"x"}')
+    assert not accepts(schema, "{}") and not accepts(schema, '{"a":1,"b":"x"}')
+    # with open objects a branch could write the other's required member: overlap
+    with pytest.raises(TrgcError) as info:
+        compiled(schema, open_objects=True)
+    assert info.value.code == "E_ONEOF_OVERLAP"
+    # a closed branch rejects the other's required member
+    closed = {
+        "oneOf": [
+            {
+                "type": "object",
+                "properties": {"a": {"type": "integer"}},
+                "required": ["a"],
+                "additionalProperties": False,
+            },
+            {
+                "type": "object",
+                "properties": {"a": {"type": "integer"}, "b": {"type": "string"}},
+                "required": ["b"],
+                "additionalProperties": False,
+            },
+        ]
+    }
+    assert (
+        accepts(closed, '{"a":1}')
+        and accepts(closed, '{"b":"x"}')
+        and accepts(closed, '{"a":1,"b":"x"}')
+    )
+    assert oracle(closed, '{"a":1,"b":"x"}')

@@ -823,26 +823,54 @@ class Lowering:
         return ta is not None and tb is not None and not (ta & tb)
 
     def _disjoint(self, a: View, b: View) -> bool:
+        """No value is valid under both branches, as far as `oneOf` needs: every value the
+        grammar of one branch produces is invalid under the other, in both directions."""
         if self._disjoint_values(a, b):
             return True
         a, b = self._semantic(a), self._semantic(b)
-        if self._grammar_types(a) == {"object"} and self._grammar_types(b) == {"object"}:
-            req_a = set(a.get("required", ([], ""))[0] or [])
-            req_b = set(b.get("required", ([], ""))[0] or [])
-            props_a = a.get("properties", ({}, ""))[0]
-            props_b = b.get("properties", ({}, ""))[0]
-            for name in sorted(req_a & req_b):
-                if name in props_a and name in props_b:
-                    sa, pa = props_a[name]
-                    sb, pb = props_b[name]
-                    if (
-                        isinstance(sa, dict)
-                        and isinstance(sb, dict)
-                        and self._disjoint_values(
-                            view(sa, pa, self.draft), view(sb, pb, self.draft)
-                        )
-                    ):
-                        return True
+        if not (self._plain_object(a) and self._plain_object(b)):
+            return False
+        req_a, req_b = self._required(a), self._required(b)
+        props_a = a.get("properties", ({}, ""))[0]
+        props_b = b.get("properties", ({}, ""))[0]
+        for name in sorted(req_a & req_b):
+            if name in props_a and name in props_b:
+                sa, pa = props_a[name]
+                sb, pb = props_b[name]
+                if (
+                    isinstance(sa, dict)
+                    and isinstance(sb, dict)
+                    and self._disjoint_values(view(sa, pa, self.draft), view(sb, pb, self.draft))
+                ):
+                    return True
+        return self._excludes(a, b) and self._excludes(b, a)
+
+    def _plain_object(self, v: View) -> bool:
+        """The branch's grammar produces only objects with its own declared members."""
+        combined = {"$ref", "anyOf", "oneOf", "allOf", "enum", "const"}
+        return not (combined & v.keys()) and self._grammar_types(v) == {"object"}
+
+    @staticmethod
+    def _required(v: View) -> set[str]:
+        value = v.get("required", ([], ""))[0]
+        return {n for n in value if isinstance(n, str)} if isinstance(value, list) else set()
+
+    def _extras(self, v: View) -> bool:
+        """Whether the branch's grammar admits members beyond its declared and required names."""
+        addl = v.get("additionalProperties", (None, ""))[0]
+        if addl is False:
+            return False
+        if addl is None or addl is True or addl == {}:
+            return self.open_objects
+        return True
+
+    def _excludes(self, a: View, b: View) -> bool:
+        """Every object branch `a`'s grammar produces is invalid under `b`."""
+        names_a = set(a.get("properties", ({}, ""))[0]) | self._required(a)
+        if not self._extras(a) and self._required(b) - names_a:
+            return True  # b requires a member a never writes
+        if b.get("additionalProperties", (None, ""))[0] is False and "patternProperties" not in b:
+            return bool(self._required(a) - set(b.get("properties", ({}, ""))[0]))
         return False
 
     def _check_disjoint(self, views: list[tuple[View, str]], pointer: str) -> None:

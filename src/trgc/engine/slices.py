@@ -176,35 +176,56 @@ def specialise(raw: RawSlices, byte_token: np.ndarray) -> SliceTables:
 def is_safe(tables: Tables, g: int, s: Slice) -> bool:
     """Does state `g` consume every member of `s` by shifts alone (no call, return or death)?
 
-    Breadth-first over pairs (slice state, machine state); with a character bound the pairs
-    at each character boundary are expanded `max_chars` times (or until they repeat).
+    Search over pairs (slice state, machine state) of the product automaton: unbounded slices
+    need every reachable pair to shift on every byte the slice allows; bounded ones expand
+    the pairs at character boundaries `max_chars` times (or until a boundary set repeats).
     """
+    rows = []  # per slice state: (its bytes' classes, the slice states they lead to)
+    for row in s.dfa:
+        byte_values = np.flatnonzero(row >= 0)
+        rows.append((tables.byte_class[byte_values], row[byte_values].astype(np.int64)))
+    n_states = tables.next.shape[0]
+
+    def expand(slice_state: int, state: int) -> np.ndarray | None:
+        classes, targets = rows[slice_state]
+        actions = tables.next[state, classes]
+        if (actions < 0).any():
+            return None
+        return np.unique(targets * n_states + actions)  # encoded (slice state, machine state)
+
+    if s.max_chars == 0:
+        seen = {g}  # encoded pairs, slice state 0 included
+        work = [g]
+        while work:
+            pair = work.pop()
+            found = expand(pair // n_states, pair % n_states)
+            if found is None:
+                return False
+            for nxt in found.tolist():
+                if nxt not in seen:
+                    seen.add(nxt)
+                    work.append(nxt)
+        return True
     boundary = {g}
     seen_boundaries: set[frozenset[int]] = set()
-    rounds = 0
-    while s.max_chars == 0 or rounds < s.max_chars:
+    for _ in range(s.max_chars):
         key = frozenset(boundary)
         if key in seen_boundaries:
             return True
         seen_boundaries.add(key)
         after: set[int] = set()
-        work = [(0, state) for state in sorted(boundary)]
-        seen_pairs = set(work)
+        work = sorted(boundary)
+        seen = set(work)
         while work:
-            slice_state, state = work.pop()
-            row = s.dfa[slice_state]
-            byte_values = np.flatnonzero(row >= 0)
-            actions = tables.next[state, tables.byte_class[byte_values]]
-            if (actions < 0).any():
+            pair = work.pop()
+            found = expand(pair // n_states, pair % n_states)
+            if found is None:
                 return False
-            for nxt_slice, nxt in set(
-                zip(row[byte_values].tolist(), actions.tolist(), strict=True)
-            ):
-                if nxt_slice == 0:
+            for nxt in found.tolist():
+                if nxt < n_states:
                     after.add(nxt)
-                elif (nxt_slice, nxt) not in seen_pairs:
-                    seen_pairs.add((nxt_slice, nxt))
-                    work.append((nxt_slice, nxt))
-        boundary = boundary | after if s.max_chars == 0 else after
-        rounds += 1
+                elif nxt not in seen:
+                    seen.add(nxt)
+                    work.append(nxt)
+        boundary = after
     return True

@@ -45,6 +45,11 @@ CASES: list[tuple[dict, list[str], list[str]]] = [
         ["-5.01", "-2", "-2.0", "0"],
     ),
     (
+        {"type": "number", "exclusiveMinimum": -0.5, "maximum": 2.75},
+        ["-0.25", "2.75", "0.001", "-0.4999"],
+        ["-0.5", "2.76", "-1", "2.750001"],
+    ),
+    (
         {"type": "number"},
         ["0", "-0", "1.5e10", "1E-3", "-12.25"],
         ["01", "1.", ".5", "NaN", "Infinity", "+1"],
@@ -246,6 +251,28 @@ def test_integer_boundaries_agree_with_jsonschema(schema):
         assert agree(schema, str(n)), n
 
 
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "number", "minimum": 1.1},
+        {"type": "number", "exclusiveMinimum": 1.1, "maximum": 3},
+        {"type": "number", "minimum": -1.25, "maximum": 3.5},
+        {"type": "number", "exclusiveMinimum": -0.5, "exclusiveMaximum": 2.75},
+    ],
+)
+def test_decimal_number_bounds_agree_with_jsonschema(schema):
+    texts = [
+        f"{sign}{i}{frac}"
+        for sign in ("", "-")
+        for i in range(5)
+        for frac in ("", ".0", ".1", ".25", ".5", ".75", ".099", ".1001", ".2499")
+    ]
+    for text in texts:
+        if text.startswith("-0") and text.strip("-0.") == "":
+            continue  # -0 and -0.0: never written (integer-form / number-form)
+        assert agree(schema, text), text
+
+
 def test_integer_safe_range_and_zero():
     schema = {"type": "integer"}
     top = 2**53 - 1
@@ -426,7 +453,7 @@ def test_unsupported_keyword_names_keyword_and_pointer():
     for schema, keyword in (
         ({"type": "string", "format": "ipv6"}, "format"),
         ({"type": "array", "uniqueItems": True}, "uniqueItems"),
-        ({"type": "number", "minimum": 0.5}, "minimum"),
+        ({"type": "number", "minimum": 0.25, "maximum": 0.75}, "minimum"),
         ({"$schema": "http://json-schema.org/draft-03/schema#"}, "$schema"),
     ):
         with pytest.raises(TrgcError) as info:

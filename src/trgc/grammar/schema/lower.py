@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Generator
+from decimal import Decimal
 from fractions import Fraction
 
 from trgc.errors import TrgcError
@@ -912,30 +913,43 @@ class Lowering:
             return node
         if not bounds:
             return numbers.number(b)
-        for key, value in bounds.items():
-            if value.denominator != 1:
+        decimals: dict[str, Decimal] = {}
+        for key in bounds:
+            raw, ptr = v[key]
+            exact = Decimal(raw) if isinstance(raw, int) else Decimal(repr(raw))
+            digits = len(exact.normalize().as_tuple().digits)
+            if key.startswith("exclusive") and digits > numbers.SIGNIFICANT:
                 raise unsupported(
                     key,
-                    v[key][1],
-                    f"{key} {json.dumps(v[key][0])} on a number: only integer-valued bounds are supported",
+                    ptr,
+                    f"{key} {json.dumps(raw)} on a number has more than {numbers.SIGNIFICANT} significant digits",
                 )
-        lo = self._tighter(bounds, "minimum", "exclusiveMinimum", lower=True)
-        hi = self._tighter(bounds, "maximum", "exclusiveMaximum", lower=False)
-        node = numbers.bounded_number(b, lo, hi)
+            decimals[key] = exact
+        lo = self._tighter(decimals, "minimum", "exclusiveMinimum", lower=True)
+        hi = self._tighter(decimals, "maximum", "exclusiveMaximum", lower=False)
+        try:
+            node = numbers.bounded_number(b, lo, hi)
+        except ValueError:
+            key = next(k for k in ("minimum", "exclusiveMinimum") if k in v)
+            raise unsupported(
+                key,
+                v[key][1],
+                "number bounds with fractions inside one integer interval are not supported",
+            ) from None
         if node is None:
             self._no(pointer, "no number lies within the bounds")
         return node
 
     @staticmethod
     def _tighter(
-        bounds: dict[str, Fraction], inclusive: str, exclusive: str, *, lower: bool
-    ) -> tuple[int, bool] | None:
+        bounds: dict[str, Decimal], inclusive: str, exclusive: str, *, lower: bool
+    ) -> tuple[Decimal, bool] | None:
         a, e = bounds.get(inclusive), bounds.get(exclusive)
         if a is None and e is None:
             return None
         if e is None or (a is not None and (a > e if lower else a < e)):
-            return int(a), True  # type: ignore[arg-type]
-        return int(e), False
+            return a, True  # type: ignore[return-value]
+        return e, False
 
     def _string(self, v: View, pointer: str) -> int | None:
         lo = self._count(v, "minLength", 0)

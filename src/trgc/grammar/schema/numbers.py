@@ -12,6 +12,7 @@ the automaton exact. Unbounded numbers accept the full RFC 8259 syntax.
 
 from __future__ import annotations
 
+from decimal import Decimal
 from fractions import Fraction
 
 from trgc.grammar.schema.nodes import Builder
@@ -147,73 +148,194 @@ def _fraction(b: Builder, kind: str, cap: int | None = None) -> int | None:
     return b.seq(b.lit("."), b.alt(*options))
 
 
-def _with_fraction(
-    b: Builder, integer: int | None, digits: int, kind: str, cap: int | None
-) -> int | None:
-    if integer is None:
-        return None
-    fraction = _fraction(b, kind, None if cap is None else cap - digits)
-    if fraction is None or (cap is not None and digits > cap):
-        return None
-    return b.seq(integer, fraction)
+def _digits_upto(b: Builder, r: int | None) -> int:
+    return b.rep(_digit(b), 0, r)
 
 
-def _magnitudes(
-    b: Builder, a: int, a_incl: bool, z: int | None, z_incl: bool, cap: int | None
+def _fraction_vs(
+    b: Builder, bound: str, op: str, cap: int | None, positive: bool = False
 ) -> int | None:
-    """Spellings `I[.F]` of the values v with a ≤ v (or a < v) and v ≤ z (or v < z); a ≥ 0 and integer.
+    """The optional fraction `[.F]` whose value 0.F compares with 0.<bound> by `op`
+    (ge, gt, le, lt); `bound` has no trailing zeros and is not empty; `cap` bounds len(F).
+    `positive` (le/lt only) also requires 0.F > 0."""
+
+    def room(used: int) -> int | None:
+        return None if cap is None else cap - used
+
+    def fits(used: int) -> bool:
+        return cap is None or used <= cap
+
+    options: list[int] = []
+    for j, digit in enumerate(bound):  # F and bound first differ at position j
+        if not fits(j + 1):
+            break
+        d = int(digit)
+        lo, hi = (d + 1, 9) if op in ("ge", "gt") else (0, d - 1)
+        if lo > hi:
+            continue
+        rest = _digits_upto(b, room(j + 1))
+        if positive and lo == 0 and not bound[:j].strip("0"):
+            # the prefix is all zeros: a zero digit here needs a non-zero digit later
+            if hi >= 1:
+                options.append(b.seq(b.lit(bound[:j]), _digit(b, "1", str(hi)), rest))
+            if fits(j + 2):
+                zeros = b.rep(b.lit("0"), 0, None if cap is None else cap - j - 2)
+                later = b.seq(zeros, _digit(b, "1", "9"), _digits_upto(b, room(j + 2)))
+                options.append(b.seq(b.lit(bound[:j] + "0"), later))
+        else:
+            options.append(b.seq(b.lit(bound[:j]), _digit(b, str(lo), str(hi)), rest))
+    n = len(bound)
+    if op == "ge" and fits(n):  # F extends bound: equal or greater
+        options.append(b.seq(b.lit(bound), _digits_upto(b, room(n))))
+    if op == "gt" and fits(n + 1):  # F extends bound with a non-zero digit somewhere
+        zeros = b.rep(b.lit("0"), 0, None if cap is None else cap - n - 1)
+        options.append(
+            b.seq(b.lit(bound), zeros, _digit(b, "1", "9"), _digits_upto(b, room(n + 1)))
+        )
+    if op in ("le", "lt"):  # a proper prefix of bound is smaller (bound ends in a non-zero digit)
+        for m in range(1, n):
+            if fits(m) and not (positive and not bound[:m].strip("0")):
+                options.append(b.lit(bound[:m]))
+        if op == "le" and fits(n):
+            options.append(b.seq(b.lit(bound), b.rep(b.lit("0"), 0, room(n))))
+        if positive:
+            return b.seq(b.lit("."), b.alt(*options)) if options else None
+        # no fraction at all is the value 0 < bound
+        return b.opt(b.seq(b.lit("."), b.alt(*options))) if options else b.empty()
+    return b.seq(b.lit("."), b.alt(*options)) if options else None
+
+
+def _fraction_for(
+    b: Builder, bound: tuple[str, bool] | None, side: str, cap: int | None
+) -> int | None:
+    """The fraction condition at a boundary integer part: `side` "lo" (v ≥ / > bound) or "hi"."""
+    if bound is None:
+        return _fraction(b, "any", cap)
+    digits, inclusive = bound
+    if not digits:
+        if side == "lo":
+            return _fraction(b, "any" if inclusive else "nonzero", cap)
+        return _fraction(b, "zero", cap) if inclusive else None
+    op = ("ge" if inclusive else "gt") if side == "lo" else ("le" if inclusive else "lt")
+    return _fraction_vs(b, digits, op, cap)
+
+
+def _with(b: Builder, integer: int | None, digits: int, fraction_of, cap: int | None) -> int | None:
+    if integer is None or (cap is not None and digits > cap):
+        return None
+    fraction = fraction_of(None if cap is None else cap - digits)
+    return None if fraction is None else b.seq(integer, fraction)
+
+
+Bound = tuple[int, str, bool]  # integer part, fraction digits (no trailing zeros), inclusive
+
+
+def _magnitudes(b: Builder, a: Bound, z: Bound | None, cap: int | None) -> int | None:
+    """Spellings `I[.F]` of the values v ≥ 0 with a ≤ v (or a < v) and v ≤ z (or v < z).
 
     With `cap`, a spelling has at most `cap` digits in all, so that distinct spellings round to
     distinct binary64 values and an exclusive bound cannot be reached by rounding.
     """
+    ai, af, a_incl = a
     options: list[int | None] = []
-    if z is not None and a == z:
-        if a_incl and z_incl:
-            options.append(_with_fraction(b, b.lit(str(a)), len(str(a)), "zero", cap))
-    elif z is None or a < z:
+    if z is not None and ai == z[0]:
+        zi, zf, z_incl = z
+        if af and zf:
+            raise ValueError("both bounds inside one integer")
+        if af:  # ai.af <= v <= ai (zf empty): only possible if af is empty
+            return None
+        if zf:  # ai <= v <= ai.zf, or ai < v when the lower bound is exclusive
+            op = "le" if z_incl else "lt"
+
+            def inside(c: int | None) -> int | None:
+                return _fraction_vs(b, zf, op, c, positive=not a_incl)
+
+            options.append(_with(b, b.lit(str(ai)), len(str(ai)), inside, cap))
+        elif a_incl and z_incl:
+            options.append(
+                _with(b, b.lit(str(ai)), len(str(ai)), lambda c: _fraction(b, "zero", c), cap)
+            )
+    elif z is None or ai < z[0]:
         options.append(
-            _with_fraction(b, b.lit(str(a)), len(str(a)), "any" if a_incl else "nonzero", cap)
+            _with(
+                b,
+                b.lit(str(ai)),
+                len(str(ai)),
+                lambda c: _fraction_for(b, (af, a_incl), "lo", c),
+                cap,
+            )
         )
-        top = None if z is None else z - 1
+        top = None if z is None else z[0] - 1
         if cap is None:
-            inner = natural_range(b, a + 1, top)
+            inner = natural_range(b, ai + 1, top)
             if inner is not None:
                 options.append(b.seq(inner, _fraction(b, "any")))
         else:
-            for digits in range(len(str(a + 1)), cap + 1):
-                lo = max(a + 1, 0 if digits == 1 else 10 ** (digits - 1))
+            for digits in range(len(str(ai + 1)), cap + 1):
+                lo = max(ai + 1, 0 if digits == 1 else 10 ** (digits - 1))
                 hi = 10**digits - 1 if top is None else min(top, 10**digits - 1)
                 if lo <= hi:
-                    options.append(_with_fraction(b, natural_range(b, lo, hi), digits, "any", cap))
-        if z is not None and z_incl:
-            options.append(_with_fraction(b, b.lit(str(z)), len(str(z)), "zero", cap))
+                    options.append(
+                        _with(
+                            b,
+                            natural_range(b, lo, hi),
+                            digits,
+                            lambda c: _fraction(b, "any", c),
+                            cap,
+                        )
+                    )
+        if z is not None:
+            zi, zf, z_incl = z
+            options.append(
+                _with(
+                    b,
+                    b.lit(str(zi)),
+                    len(str(zi)),
+                    lambda c: _fraction_for(b, (zf, z_incl), "hi", c),
+                    cap,
+                )
+            )
     kept = [o for o in options if o is not None]
     return b.alt(*kept) if kept else None
 
 
+def _split(value: Decimal, inclusive: bool) -> Bound:
+    """|value| as (integer part, fraction digits without trailing zeros, inclusive)."""
+    text = format(abs(value), "f")
+    integer, _, fraction = text.partition(".")
+    return int(integer), fraction.rstrip("0"), inclusive
+
+
 def bounded_number(
-    b: Builder, lo: tuple[int, bool] | None, hi: tuple[int, bool] | None
+    b: Builder, lo: tuple[Decimal, bool] | None, hi: tuple[Decimal, bool] | None
 ) -> int | None:
-    """Numbers without exponent inside integer bounds `(value, inclusive)`; None if none exist."""
+    """Numbers without exponent inside decimal bounds `(value, inclusive)`; None if none exist.
+
+    Raises ValueError when both bounds fall inside one integer interval with fractions on both
+    sides (e.g. [0.25, 0.75]), which this construction does not express.
+    """
     options: list[int] = []
     # an exclusive bound could be reached by rounding a long decimal to binary64: cap the digits
     exclusive = (lo is not None and not lo[1]) or (hi is not None and not hi[1])
     cap = SIGNIFICANT if exclusive else None
+    if (
+        lo is not None
+        and hi is not None
+        and (lo[0] > hi[0] or (lo[0] == hi[0] and not (lo[1] and hi[1])))
+    ):
+        return None
     # non-negative spellings (no minus sign): v >= 0
-    a, a_incl = (0, True) if lo is None or lo[0] < 0 else lo
-    z, z_incl = (None, True) if hi is None else hi
-    if z is None or z > 0 or (z == 0 and z_incl):
-        if z is not None and z < a:
-            pass
-        else:
-            non_negative = _magnitudes(b, a, a_incl, z, z_incl, cap)
-            if non_negative is not None:
-                options.append(non_negative)
-    # negative values v < 0 written as "-" m with m > 0: m in (max(0, -z), -lo)
+    if hi is None or hi[0] > 0 or (hi[0] == 0 and hi[1]):
+        a = _split(lo[0], lo[1]) if lo is not None and lo[0] >= 0 else (0, "", True)
+        z = None if hi is None else _split(hi[0], hi[1])
+        non_negative = _magnitudes(b, a, z, cap)
+        if non_negative is not None:
+            options.append(non_negative)
+    # negative values v < 0 written as "-" m with m > 0
     if lo is None or lo[0] < 0:
-        m_lo, m_lo_incl = (0, False) if hi is None or hi[0] >= 0 else (-hi[0], hi[1])
-        m_hi, m_hi_incl = (None, True) if lo is None else (-lo[0], lo[1])
-        negative = _magnitudes(b, m_lo, m_lo_incl, m_hi, m_hi_incl, cap)
+        m_lo = (0, "", False) if hi is None or hi[0] >= 0 else _split(hi[0], hi[1])
+        m_hi = None if lo is None else _split(lo[0], lo[1])
+        negative = _magnitudes(b, m_lo, m_hi, cap)
         if negative is not None:
             options.append(b.seq(b.lit("-"), negative))
     return b.alt(*options) if options else None

@@ -135,7 +135,7 @@ KEYWORDS: tuple[Keyword, ...] = (
         "minimum",
         SUPPORTED,
         "number",
-        "exact digit automata: any bound for integers; integer-valued bounds for numbers (then written without exponent)",
+        "exact digit automata: any bound for integers; decimal bounds for numbers (then written without exponent; not two fractional bounds inside one integer interval; under an exclusive bound at most 15 significant digits, so binary64 rounding cannot reach the bound)",
     ),
     Keyword("maximum", SUPPORTED, "number", "as minimum"),
     Keyword(
@@ -276,7 +276,7 @@ PROFILE_RULES: dict[str, str] = {
     "unique-names": "a member name appears at most once (additional members of open objects are only checked against the declared names)",
     "integer-form": "integers are written without fraction or exponent (`1`, never `1.0` or `1e0`) and never as `-0`",
     "safe-integers": "integers lie within ±(2^53−1)",
-    "number-form": "numbers have no leading zeros, no NaN/Infinity; under bounds they are written without exponent",
+    "number-form": "numbers have no leading zeros, no NaN/Infinity; under bounds they are written without exponent (and with at most 15 significant digits under an exclusive bound)",
     "string-form": "strings are valid UTF-8 with valid escapes; `\\u` surrogates only as valid pairs; control characters escaped",
     "separators": "no whitespace except the chosen separators: compact `,` `:` or pretty `, ` `: ` as json.dumps writes them",
     "canonical-constants": "enum/const values and declared member names are written in canonical form (json.dumps, ensure_ascii=False)",

@@ -18,20 +18,21 @@ from trgc.artifact.model import Artifact
 
 def _distances(artifact: Artifact) -> tuple[list[float], ...]:
     """Fewest symbols from each (machine, state) to an accepting state of that machine."""
-    tables = stepper._tables(artifact)
     inf = float("inf")
-    dist = tuple([0.0 if acc else inf for acc in accepting] for accepting in tables.accepting)
+    rows = [m.next.tolist() for m in artifact.machines]
+    calls = [m.calls.tolist() for m in artifact.machines]
+    dist = tuple([0.0 if acc else inf for acc in m.accepting.tolist()] for m in artifact.machines)
     changed = True
-    while changed:
+    while changed:  # values only decrease and are integers or inf: this terminates
         changed = False
-        for m, rows in enumerate(tables.next):
-            for s in range(len(rows) - 1, -1, -1):
+        for m, table in enumerate(rows):
+            for s in range(len(table) - 1, -1, -1):
                 best = dist[m][s]
-                for action in set(rows[s]) - {-1}:
+                for action in sorted(set(table[s]) - {-1}):
                     if action >= 0:
                         candidate = 1 + dist[m][action]
                     else:
-                        callee, ret = tables.calls[m][-2 - action]
+                        callee, ret = calls[m][-2 - action]
                         candidate = dist[callee][0] + dist[m][ret]
                     if candidate < best:
                         best = candidate

@@ -27,6 +27,15 @@ class Slice:
     dfa: np.ndarray  # int8[8, 256]: slice state x byte -> slice state, -1 none; 0 = char boundary
     max_chars: int  # 0 = unbounded
 
+    @functools.cached_property
+    def rows(self) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
+        """Per slice state: the bytes it allows and the slice states they lead to."""
+        out = []
+        for row in self.dfa:
+            byte_values = np.flatnonzero(row >= 0)
+            out.append((byte_values, row[byte_values].astype(np.int64)))
+        return tuple(out)
+
 
 def _utf8_dfa(excluded: bytes) -> np.ndarray:
     """UTF-8 scalar values (no surrogates, no overlongs) minus the ASCII bytes `excluded`."""
@@ -180,15 +189,11 @@ def is_safe(tables: Tables, g: int, s: Slice) -> bool:
     need every reachable pair to shift on every byte the slice allows; bounded ones expand
     the pairs at character boundaries `max_chars` times (or until a boundary set repeats).
     """
-    rows = []  # per slice state: (its bytes' classes, the slice states they lead to)
-    for row in s.dfa:
-        byte_values = np.flatnonzero(row >= 0)
-        rows.append((tables.byte_class[byte_values], row[byte_values].astype(np.int64)))
     n_states = tables.next.shape[0]
 
     def expand(slice_state: int, state: int) -> np.ndarray | None:
-        classes, targets = rows[slice_state]
-        actions = tables.next[state, classes]
+        byte_values, targets = s.rows[slice_state]
+        actions = tables.next[state, tables.byte_class[byte_values]]
         if (actions < 0).any():
             return None
         return np.unique(targets * n_states + actions)  # encoded (slice state, machine state)

@@ -63,8 +63,8 @@ def frame_entry(binding: Binding, g: int, scratch: Scratch, cache=None) -> Frame
     for k, piece in enumerate(default_slices()):
         if is_safe(binding.tables, g, piece):
             tables = binding.slices(cache)  # built on the first safe state only
-            accept = tables.words[k].copy()
-            skip = tables.whole[k]
+            _, words, skip = tables.get(k)
+            accept = words.copy()
             break
     else:
         accept = np.zeros(binding.n_words, dtype=np.uint32)

@@ -14,7 +14,7 @@ tokens are all members: inside a JSON string the walk visits ~12k of Llama-3's 2
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -138,13 +138,31 @@ class RawSlices:
 
 @dataclass(frozen=True, eq=False)
 class SliceTables:
-    """Per slice, for one binding: member tokens (bool and packed words) and whole-subtree
-    flags per node."""
+    """The slice tables of one binding, each slice specialised on first use.
 
-    slices: tuple[Slice, ...]
-    members: tuple[np.ndarray, ...]  # bool[V]
-    words: tuple[np.ndarray, ...]  # uint32[n_words]
-    whole: tuple[np.ndarray, ...]  # bool[n_nodes]: every token below is a member
+    Tokens the binding does not match by bytes (a named special, EOS) are never members; a
+    subtree flagged whole may still hold such a token, which is right: skipping it leaves it
+    unset, exactly as the walk would.
+    """
+
+    raw: RawSlices
+    byte_token: np.ndarray
+    _done: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def slices(self) -> tuple[Slice, ...]:
+        return default_slices()
+
+    def get(self, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(member bool[V], member words uint32[n_words], whole bool[n_nodes]) of slice `k`."""
+        from trgc.engine.bits import pack
+
+        found = self._done.get(k)
+        if found is None:
+            limit = self.slices[k].max_chars or NOT_MEMBER - 1
+            member = self.byte_token & (self.raw.counts[k] <= limit)
+            found = self._done[k] = (member, pack(member), self.raw.submax[k] <= limit)
+        return found
 
 
 def build_raw(binding) -> RawSlices:
@@ -167,19 +185,8 @@ def build_raw(binding) -> RawSlices:
 
 
 def specialise(raw: RawSlices, byte_token: np.ndarray) -> SliceTables:
-    """The slice tables of one binding. Tokens the binding does not match by bytes (a named
-    special, EOS) are never members; a subtree flagged whole may still hold such a token,
-    which is right: skipping it leaves it unset, as the walk would."""
-    from trgc.engine.bits import pack
-
-    members, words, whole = [], [], []
-    for s, counts, submax in zip(default_slices(), raw.counts, raw.submax, strict=True):
-        limit = s.max_chars if s.max_chars else NOT_MEMBER - 1
-        member = byte_token & (counts <= limit)
-        members.append(member)
-        words.append(pack(member))
-        whole.append(submax <= limit)
-    return SliceTables(default_slices(), tuple(members), tuple(words), tuple(whole))
+    """The slice tables of one binding (see `SliceTables`)."""
+    return SliceTables(raw, byte_token)
 
 
 def is_safe(tables: Tables, g: int, s: Slice) -> bool:

@@ -96,6 +96,15 @@ def test_coverage_on_a_small_sample(tmp_path):
         and sub["compiled"] + sub["unsupported"] + sum(sub["failed_by_code"].values()) == 5
     )
     assert doc["total"]["wrongly_accepted"] == 0
+    opened = run(
+        "coverage",
+        str(sample),
+        "--instances",
+        str(CORPORA / "jsonschemabench-instances"),
+        "--open-objects",
+        "--json",
+    )
+    assert opened.exit_code == 0 and json.loads(opened.stdout)["total"]["wrongly_accepted"] == 0
     human = run("coverage", str(sample), "--instances", str(CORPORA / "jsonschemabench-instances"))
     assert human.exit_code == 0 and "total 5/5 compiled" in human.stdout
 

@@ -75,11 +75,14 @@ def run_schema(
     *,
     separators: str,
     limits: Limits | None,
+    open_objects: bool = False,
 ) -> SchemaResult:
     raw = path.read_bytes()
     start = time.perf_counter()
     try:
-        artifact = compile_schema(raw, separators=separators, limits=limits)
+        artifact = compile_schema(
+            raw, separators=separators, open_objects=open_objects, limits=limits
+        )
     except TrgcError as error:
         elapsed = time.perf_counter() - start
         if error.code == "E_UNSUPPORTED_KEYWORD":
@@ -116,6 +119,7 @@ def run_coverage(
     subsets: list[str] | None = None,
     per_subset: int | None = None,
     separators: str = "compact",
+    open_objects: bool = False,
     limits: Limits | None = None,
     progress=None,
 ) -> list[SchemaResult]:
@@ -129,7 +133,12 @@ def run_coverage(
         for path in files:
             results.append(
                 run_schema(
-                    subset, path, inst.get(path.name, []), separators=separators, limits=limits
+                    subset,
+                    path,
+                    inst.get(path.name, []),
+                    separators=separators,
+                    limits=limits,
+                    open_objects=open_objects,
                 )
             )
             if progress is not None:

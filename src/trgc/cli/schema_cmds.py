@@ -193,6 +193,13 @@ def coverage_command(
         ),
     ] = None,
     separators: SeparatorsOption = "compact",
+    open_objects: Annotated[
+        bool,
+        typer.Option(
+            "--open-objects",
+            help="Compile with open objects (undeclared members admitted after the declared ones).",
+        ),
+    ] = False,
     as_json: JsonOption = False,
 ) -> None:
     """Compile every schema of JSONSchemaBench and check the upstream instances (MaskBench style).
@@ -210,7 +217,12 @@ def coverage_command(
     total = sum(len(sorted((path / s).glob("*.json"))[:per_subset]) for s in chosen)
     if as_json or not sys.stderr.isatty():
         results = run_coverage(
-            path, instances, subsets=chosen, per_subset=per_subset, separators=separators
+            path,
+            instances,
+            subsets=chosen,
+            per_subset=per_subset,
+            separators=separators,
+            open_objects=open_objects,
         )
     else:
         from rich.progress import Progress
@@ -223,6 +235,7 @@ def coverage_command(
                 subsets=chosen,
                 per_subset=per_subset,
                 separators=separators,
+                open_objects=open_objects,
                 progress=lambda: bar.advance(task),
             )
     doc = report(results)

@@ -57,7 +57,7 @@ KEYWORDS: tuple[Keyword, ...] = (
         "oneOf",
         SUPPORTED,
         "any",
-        "only when the branches are provably disjoint (by type, const/enum values, or a required discriminator property with disjoint values); otherwise E_ONEOF_OVERLAP",
+        "only when the branches are provably disjoint (by type, const/enum values, a required discriminator property with disjoint values, or required members one branch never writes or forbids); otherwise E_ONEOF_OVERLAP",
     ),
     Keyword(
         "allOf",
@@ -271,7 +271,7 @@ KNOWN_FORMATS: frozenset[str] = frozenset(
 
 # profile rules, rendered into docs/trj-1.md; conformance classifications cite them by id
 PROFILE_RULES: dict[str, str] = {
-    "closed-objects": "objects admit only their declared properties unless --open-objects is given or additionalProperties is a non-trivial schema",
+    "closed-objects": "objects admit only their declared properties (plus required names missing from `properties`, after them) unless --open-objects is given or additionalProperties is a non-trivial schema; additional member names are written canonically",
     "declared-order": "members appear in the order of `properties`; additional members come after the declared ones",
     "unique-names": "a member name appears at most once (additional members of open objects are only checked against the declared names)",
     "integer-form": "integers are written without fraction or exponent (`1`, never `1.0` or `1e0`) and never as `-0`",

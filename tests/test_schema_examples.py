@@ -74,3 +74,28 @@ def test_example_schema(name):
 
 def test_every_example_is_covered():
     assert sorted(p.name for p in SCHEMAS.glob("*.json")) == sorted(INSTANCES)
+
+
+def test_identity_is_independent_of_the_hash_seed():
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import trgc, pathlib\n"
+        "for p in sorted(pathlib.Path('schemas').glob('*.json')):\n"
+        "    print(p.name, trgc.compile_schema(p.read_bytes()).sha256)\n"
+    )
+    outputs = set()
+    for seed in ("0", "1", "12345"):
+        env = dict(os.environ, PYTHONHASHSEED=seed)
+        result = subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=SCHEMAS.parent,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        outputs.add(result.stdout)
+    assert len(outputs) == 1 and outputs.pop().count("sha256:") == len(INSTANCES)

@@ -260,3 +260,15 @@ def test_duplicate_ids_and_gold_outside_the_schema_are_refused(tmp_path):
     path.write_text(json.dumps(line) + "\n", encoding="utf-8")
     with pytest.raises(TrgcError, match="gold names members"):
         load_tasks(path)
+
+
+def test_tool_arm_grammar_is_one_line_tinycalc():
+    import trgc
+    from trgc.tools import tinycalc
+
+    art = trgc.compile_grammar((ROOT / "benchmarks/quality/grammars/tinycalc-line.trg").read_text())
+    for text in ["1234 + 5678", "17*23\n", "-(12.5 / 4) ^ 2", "((1))", "2 ^ -64"]:
+        assert trgc.check(art, text.encode()).accepted
+        tinycalc.parse(text)
+    for text in ["1 +\n2", "1\n\n", "1\n+ 2", "1 + ", "2^3^2", "1.0000000000000000001", ""]:
+        assert not trgc.check(art, text.encode()).accepted

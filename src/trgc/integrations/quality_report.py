@@ -90,7 +90,7 @@ def plot_png(summary: dict, runs: list[Run]) -> bytes:
 
     colors = {"unconstrained": "#4c72b0", "constrained": "#dd8452", "tool": "#55a868"}
     markers = {"extraction": "o", "toolargs": "s", "arithmetic": "^", "plain": "D"}
-    fig, ax = plt.subplots(figsize=(6.4, 4.4), dpi=100)
+    fig, ax = plt.subplots(figsize=(8.0, 4.4), dpi=100)
     for arm, kinds in summary["by_kind"].items():
         for kind, m in kinds.items():
             if m["intervention"] is None or m["accuracy"] is None:
@@ -120,9 +120,9 @@ def plot_png(summary: dict, runs: list[Run]) -> bytes:
     ax.set_xlabel("intervention I (mean log p(x*) - log p(x), nats)")
     ax.set_ylabel("semantic accuracy")
     ax.set_ylim(-0.05, 1.05)
-    ax.set_title("Intervention vs accuracy per arm (small markers: per task kind)")
+    ax.set_title("Intervention vs accuracy (small markers: per task kind; equal runs overlap)")
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7, loc="best")
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
     fig.tight_layout()
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", metadata={"Software": None})
@@ -152,7 +152,7 @@ def markdown(summary: dict, runs: list[Run], facts: dict, plot_name: str | None)
         "Arms: **unconstrained** (any UTF-8 text; the model's own choices), **constrained** "
         "(trj-1 artifact of the task's schema; plain tasks stay unconstrained), **tool** "
         "(constrained, and arithmetic delegated: the model writes a tinycalc-1 expression under "
-        "the tinycalc grammar and trgc computes the result).",
+        "the task's tool grammar and trgc's tinycalc computes the result).",
         "",
         "## Results per arm",
         "",

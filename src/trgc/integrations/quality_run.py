@@ -1,6 +1,7 @@
 """The quality experiment: every task under every arm, decoded by trgc's normative sampler.
 
-Arms (the report's "Quality experiment design", three of its four):
+Arms (the report's "Quality experiment design" announces four arms without listing them; these
+are the three the issue asks for):
 
 * `unconstrained`: the task prompt; the only constraint is "any UTF-8 text" (`ANY_TEXT`), so
   the model's own choice is taken at every step except where it would emit a special token
@@ -8,7 +9,8 @@ Arms (the report's "Quality experiment design", three of its four):
 * `constrained`: the task prompt under the trj-1 artifact of the task's schema; plain tasks
   keep `ANY_TEXT` (a constraint should not engage where no structure is asked for);
 * `tool`: as `constrained`, except that arithmetic tasks ask for a tinycalc-1 expression
-  (`tool_prompt`), constrained by the tinycalc grammar, and trgc's tinycalc computes the answer.
+  (`tool_prompt`), constrained by the task's `tool_grammar`, and trgc's tinycalc computes the
+  answer.
 
 Every run records completion, the intervention metric I (mean over steps of the unmasked
 top logit minus the chosen token's logit, i.e. log p(x*) - log p(x) under the unmasked

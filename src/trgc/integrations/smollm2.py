@@ -132,10 +132,17 @@ def _offline() -> None:
     os.environ["TRANSFORMERS_OFFLINE"] = "1"
 
 
+def _quiet(transformers: Any) -> None:
+    """No progress bars or advisory warnings on stderr: trgc reports its own progress."""
+    transformers.utils.logging.disable_progress_bar()
+    transformers.utils.logging.set_verbosity_error()
+
+
 def load_hf_tokenizer(path: Path) -> Any:
     """The Hugging Face tokenizer of a GGUF file or a model folder (offline)."""
     _offline()
     transformers = require("transformers", "loading a model's tokenizer")
+    _quiet(transformers)
     if path.suffix == ".gguf":
         return transformers.AutoTokenizer.from_pretrained(
             str(path.parent), gguf_file=path.name, local_files_only=True

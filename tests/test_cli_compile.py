@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
-import types
 
 import pytest
 from typer.testing import CliRunner
@@ -145,25 +143,19 @@ def test_compile_missing_source(tmp_path):
     assert result.exit_code == 2 and "E_IO" in result.stderr
 
 
-def test_json_source_dispatches_to_schema_compiler(tmp_path, monkeypatch):
-    calls = []
-
-    def compile_schema(data, *, limits, source):
-        calls.append(data)
-        assert source in (str(schema), "<stdin>")
-        return brackets()
+def test_json_source_dispatches_to_schema_compiler(tmp_path):
+    from trgc.artifact.build_schema import compile_schema
 
     schema = tmp_path / "s.json"
-    module = types.ModuleType("trgc.artifact.build_schema")
-    module.compile_schema = compile_schema
-    monkeypatch.setitem(sys.modules, "trgc.artifact.build_schema", module)
     schema.write_text('{"type": "integer"}', encoding="utf-8")
     result = run("compile", str(schema))
-    assert result.exit_code == 0
-    assert result.stdout.strip() == brackets().sha256
-    assert calls == [b'{"type": "integer"}']
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip() == compile_schema('{"type": "integer"}').sha256
     result = run("compile", "-", input='  {"type": "string"}')
-    assert result.exit_code == 0 and len(calls) == 2
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip() == compile_schema('  {"type": "string"}').sha256
+    pretty = run("compile", str(schema), "--separators", "pretty")
+    assert pretty.exit_code == 0
 
 
 # ------------------------------------------------------------------ inspect

@@ -213,6 +213,10 @@ def test_cache_hits_and_budget():
         m2.allowed_tokens()
         m2.advance(tid(t))
     assert tiny.bytes_used <= 200 and len(tiny) == 1
+    stats = m2.cache_stats()
+    assert stats["entries"] == 1 and stats["budget_bytes"] == 200 and stats["misses"] >= 3
+    tiny.clear()
+    assert len(tiny) == 0 and tiny.bytes_used == 0
 
 
 def test_depth_limit_is_dead():

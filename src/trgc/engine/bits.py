@@ -25,8 +25,3 @@ def unpack(words: np.ndarray, vocab_size: int) -> np.ndarray:
     """bool[V] from uint32 words."""
     raw = np.ascontiguousarray(words, dtype="<u4").view(np.uint8)
     return np.unpackbits(raw, bitorder="little")[:vocab_size].astype(bool)
-
-
-def count(words: np.ndarray) -> int:
-    """Number of set bits."""
-    return int(np.unpackbits(np.ascontiguousarray(words, dtype="<u4").view(np.uint8)).sum())

@@ -171,10 +171,6 @@ class FrameMasks:
         roots = self.open_roots[self.open_start[g] : self.open_start[g + 1]]
         return FrameEntry(self.masks[self.accept_id[g]], roots, int(self.height[g]))
 
-    def nbytes(self) -> int:
-        arrays = (self.masks, self.accept_id, self.height, self.open_start, self.open_roots)
-        return int(sum(a.nbytes for a in arrays))
-
 
 def precompute(
     artifact: Artifact,

@@ -230,6 +230,18 @@ def test_depth_limit_is_dead():
     assert b"[" not in allowed_set(m.allowed_tokens())
 
 
+def test_tokens_into_configurations_that_cannot_complete_are_refused():
+    # at depth 3 of 3 an object can close ('{}') but not take a member: its value would need a
+    # fourth frame, so '{"' leads to a configuration no continuation can complete
+    m = Matcher(json_like(max_depth=3), TOK)
+    m.advance(tid(b"[["))
+    allowed = allowed_set(m.allowed_tokens())
+    assert {b"{", b"{}", b"x", b"[]"} <= allowed and b'{"' not in allowed
+    m.advance(tid(b"{"))
+    assert allowed_set(m.allowed_tokens()) == {b"}", b"},", b"}]"}
+    assert not m.is_allowed(tid(b'"'))
+
+
 def _walk_configs(art, seed: int, steps: int):
     rng = np.random.default_rng(seed)
     b = bind(art, TOK)

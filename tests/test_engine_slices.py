@@ -97,7 +97,8 @@ def test_frame_entries_with_slices_equal_plain_walks(vocab, grammar):
         plain = np.zeros(b.n_words, dtype=np.uint32)
         roots, height = walk_trie(b, (g,), plain, scratch, frame_mode=bool(b.tables.has_caller[g]))
         assert (entry.accept == plain).all(), g
-        assert (entry.open_roots == roots).all() and entry.height == height, g
+        # a slice's height covers every string of the slice, so it may exceed the walk's
+        assert (entry.open_roots == roots).all() and entry.height >= height, g
         used += any(is_safe(b.tables, g, s) for s in default_slices())
     assert used > 0
 

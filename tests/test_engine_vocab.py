@@ -193,3 +193,26 @@ def test_forced_bytes_on_shipped_grammars():
     assert m.forced_bytes() == b""
     m._history = [step_bytes(m._binding.tables, m.config, b'"')]
     assert m.forced_bytes() == b'name"'
+
+
+@pytest.mark.parametrize("vocab", ["llama3", "mistral"])
+def test_masks_agree_with_check_prefix_near_max_depth(vocab):
+    """A byte token is allowed exactly when `trgc.check(prefix + token, prefix=True)` accepts:
+    the mask never leads into a configuration that cannot complete within max_depth."""
+    art = artifact("json")
+    m = matcher_or_missing("json", vocab)
+    b = m._binding
+    rng = np.random.default_rng(5)
+    for prefix in (b"[" * 30 + b"{", b"[" * 30 + b'{"k": ', b"[" * 31, b'{"a": [1, {"b": "x'):
+        config = step_bytes(b.tables, START, prefix)
+        assert config is not None
+        m._history = [config]
+        allowed = m.allowed_tokens()
+        assert (allowed == reference.allowed_mask(b, config)).all()
+        byte_tokens = np.flatnonzero(b.byte_token)
+        sample = np.concatenate(
+            [np.flatnonzero(allowed & b.byte_token)[:200], rng.choice(byte_tokens, 300)]
+        )
+        for t in sample.tolist():
+            verdict = trgc.check(art, prefix + b.token_bytes(t), prefix=True).accepted
+            assert bool(allowed[t]) == verdict, (prefix, b.token_bytes(t))

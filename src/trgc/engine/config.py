@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from trgc.artifact.model import Artifact
+from trgc.artifact.stepper import completion_depths
 
 Config = tuple[int, ...]  # global state ids, bottom frame first
 START: Config = (0,)  # machine 0, state 0 is global state 0
@@ -41,6 +42,7 @@ class Tables:
     n_classes: int
     max_depth: int
     has_caller: np.ndarray  # bool[G]: the state's machine is the callee of some call edge
+    need: np.ndarray  # int64[G]: frames needed above the state to complete it (NEVER if it cannot)
 
     @property
     def max_steps(self) -> int:
@@ -85,19 +87,45 @@ def flatten(artifact: Artifact) -> Tables:
         n_classes=int(artifact.n_classes),
         max_depth=int(artifact.max_depth),
         has_caller=np.isin(machine_of, machine_of[gcalls[:, 0]]),
+        need=_need(artifact),
     )
     artifact._cache["engine.tables"] = tables
     return tables
 
 
+NEVER = 1 << 40  # `need` of a state that cannot complete
+
+
+def _need(artifact: Artifact) -> np.ndarray:
+    """`trgc.artifact.stepper.completion_depths` over global state numbers."""
+    out = []
+    for per_machine in completion_depths(artifact):
+        out.extend(NEVER if v == float("inf") else int(v) for v in per_machine)
+    return np.array(out, dtype=np.int64)
+
+
+def is_viable(tables: Tables, config: Config) -> bool:
+    """Can the configuration still complete within `max_depth`? Frame `d` (1-based from the
+    bottom) must be completable with at most `max_depth - d` frames above it, the rule of
+    `trgc.artifact.stepper.is_viable` (and of `trgc check --prefix`)."""
+    return all(d + int(tables.need[g]) <= tables.max_depth for d, g in enumerate(config, start=1))
+
+
 def step(tables: Tables, config: Config, sym: int) -> Config | None:
-    """The configuration after consuming symbol `sym`, or None if it is rejected.
+    """The configuration after consuming symbol `sym`, or None if it is rejected: no action
+    applies, a push would exceed `max_depth`, or the result is not viable (`is_viable`), so
+    that every allowed prefix can still be completed.
 
     Calls and returns do not consume: the same symbol is handled again by the new top frame.
     A run of non-consuming actions is pops followed by pushes (a callee never returns on a
     symbol of its FIRST set), so more than `max_steps` of them means a malformed artifact and
     the symbol is rejected rather than looping.
     """
+    after = _raw_step(tables, config, sym)
+    return after if after is not None and is_viable(tables, after) else None
+
+
+def _raw_step(tables: Tables, config: Config, sym: int) -> Config | None:
     stack = list(config)
     for _ in range(tables.max_steps):
         top = stack[-1]

@@ -27,10 +27,13 @@ OK, DEAD, OPEN = 0, 1, 2  # outcome of stepping one byte (OPEN: needs the unknow
 def _walk(
     orig, n_orig, frame_mode, starts, ends, gnext, gcalls, accepting, byte_class, max_depth,
     max_steps, node_byte, node_depth, subtree_end, parent, token_start, token_ids, byte_token,
-    own, keep_l, ext_l, h_l, path, out_words, open_roots, use_skip, skip,
+    own, keep_l, ext_l, h_l, path, out_words, open_roots, use_skip, skip, need, ok_below,
 ):  # fmt: skip
     n_open = 0
     max_h = n_orig
+    ok_below[0] = True  # frames orig[:p] all viable (in frame mode the unknown callers are)
+    for p in range(n_orig):
+        ok_below[p + 1] = ok_below[p] and p + 1 + need[orig[p]] <= max_depth
     keep_l[0] = n_orig
     ext_l[0] = 0
     h_l[0] = n_orig
@@ -85,8 +88,15 @@ def _walk(
                 own[d, ext - 1] = gcalls[call, 1]
                 own[d, ext] = gcalls[call, 0]
                 ext += 1
-                if keep + ext > h:
-                    h = keep + ext
+            if status == OK:  # viable: every frame can still complete within max_depth
+                if not ok_below[keep]:
+                    status = DEAD
+                for k in range(ext):
+                    v = keep + k + 1 + need[own[d, k]]
+                    if v > max_depth:
+                        status = DEAD
+                    if v > h:
+                        h = v
             if j < n_path:  # an ancestor: its own tokens are outside the range
                 if status != OK:
                     break
@@ -132,6 +142,7 @@ class Scratch:
         self.height = np.empty(levels, dtype=np.int64)
         self.path = np.empty(levels, dtype=np.int32)
         self.orig = np.empty(cap, dtype=np.int32)
+        self.ok_below = np.empty(cap + 1, dtype=np.bool_)
         self.open_roots = np.empty(binding.node_byte.shape[0], dtype=np.int32)
 
 
@@ -157,7 +168,9 @@ def walk_trie(
     skip: np.ndarray | None = None,
 ) -> tuple[np.ndarray, int]:
     """OR into `out_words` the byte tokens viable from `config`; return the open roots and the
-    highest stack an allowed token reaches (at least `len(config)`).
+    height an allowed token needs: the largest `position + need` of a frame it rewrites or
+    pushes (at least `len(config)`), so that it stays viable on a stack `D - 1` frames deeper
+    when `D - 1 + height <= max_depth`.
 
     With `roots` (int32 trie nodes, preorder, disjoint subtrees) only the tokens in those
     subtrees are decided. With `frame_mode`, `config` is one frame whose callers are unknown:
@@ -193,7 +206,7 @@ def walk_trie(
         binding.subtree_end, binding.parent, binding.token_start, binding.token_ids,
         binding.byte_token, scratch.own, scratch.keep, scratch.ext, scratch.height, scratch.path,
         out_words, scratch.open_roots, skip is not None,
-        binding.byte_token if skip is None else skip,
+        binding.byte_token if skip is None else skip, t.need, scratch.ok_below,
     )  # fmt: skip
     return scratch.open_roots[:n_open].copy(), int(max_height)
 

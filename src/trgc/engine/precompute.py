@@ -60,16 +60,20 @@ def frame_entry(binding: Binding, g: int, scratch: Scratch, cache=None) -> Frame
     of the first slice `g` accepts wholesale (`trgc.engine.slices`; their tokenizer-level
     tables are shared through `cache`, a `MaskCache`, when given)."""
     frame_mode = bool(binding.tables.has_caller[g])
+    slice_height = 1
     for k, piece in enumerate(default_slices()):
-        if is_safe(binding.tables, g, piece):
+        safe = is_safe(binding.tables, g, piece)
+        if safe is not None:
             tables = binding.slices(cache)  # built on the first safe state only
             _, words, skip = tables.get(k)
             accept = words.copy()
+            slice_height = safe
             break
     else:
         accept = np.zeros(binding.n_words, dtype=np.uint32)
         skip = None
     roots, height = walk_trie(binding, (g,), accept, scratch, frame_mode=frame_mode, skip=skip)
+    height = max(height, slice_height)
     accept.flags.writeable = False
     return FrameEntry(accept, roots, height)
 
@@ -93,7 +97,7 @@ def suffix_classes(tables: Tables, rounds: int) -> np.ndarray:
     is the longest token.
 
     Moore's partition refinement stopped after `rounds` rounds: start from (machine,
-    accepting); each round splits states whose actions differ in kind, callee or the class of
+    accepting, completion need); each round splits states whose actions differ in kind, callee or the class of
     the shift target or return state. A call's return state is only reached after the callee
     consumed at least one byte, so comparing it one round earlier is sound.
     """
@@ -106,7 +110,7 @@ def suffix_classes(tables: Tables, rounds: int) -> np.ndarray:
         acts >= 0, acts, np.where(is_call, tables.calls[call_at, 1] if tables.calls.size else 0, 0)
     )
     static = np.concatenate([kind, callee], axis=1)
-    base = np.stack([tables.machine_of, tables.accepting.astype(np.int32)], axis=1)
+    base = np.stack([tables.machine_of, tables.accepting.astype(np.int64), tables.need], axis=1)
     _, classes = np.unique(base, axis=0, return_inverse=True)
     classes = classes.reshape(-1)
     for _ in range(rounds):

@@ -189,20 +189,25 @@ def specialise(raw: RawSlices, byte_token: np.ndarray) -> SliceTables:
     return SliceTables(raw, byte_token)
 
 
-def is_safe(tables: Tables, g: int, s: Slice) -> bool:
+def is_safe(tables: Tables, g: int, s: Slice) -> int | None:
     """Does state `g` consume every member of `s` by shifts alone (no call, return or death)?
+    Then the height its members need (`1 + need` of the states they pass through, as the
+    kernel counts heights), else None.
 
     Search over pairs (slice state, machine state) of the product automaton: unbounded slices
     need every reachable pair to shift on every byte the slice allows; bounded ones expand
     the pairs at character boundaries `max_chars` times (or until a boundary set repeats).
     """
     n_states = tables.next.shape[0]
+    height = 1 + int(tables.need[g])
 
     def expand(slice_state: int, state: int) -> np.ndarray | None:
+        nonlocal height
         byte_values, targets = s.rows[slice_state]
         actions = tables.next[state, tables.byte_class[byte_values]]
         if (actions < 0).any():
             return None
+        height = max(height, 1 + int(tables.need[actions].max(initial=0)))
         return np.unique(targets * n_states + actions)  # encoded (slice state, machine state)
 
     if s.max_chars == 0:
@@ -212,18 +217,18 @@ def is_safe(tables: Tables, g: int, s: Slice) -> bool:
             pair = work.pop()
             found = expand(pair // n_states, pair % n_states)
             if found is None:
-                return False
+                return None
             for nxt in found.tolist():
                 if nxt not in seen:
                     seen.add(nxt)
                     work.append(nxt)
-        return True
+        return height if height <= tables.max_depth else None
     boundary = {g}
     seen_boundaries: set[frozenset[int]] = set()
     for _ in range(s.max_chars):
         key = frozenset(boundary)
         if key in seen_boundaries:
-            return True
+            break
         seen_boundaries.add(key)
         after: set[int] = set()
         work = sorted(boundary)
@@ -232,7 +237,7 @@ def is_safe(tables: Tables, g: int, s: Slice) -> bool:
             pair = work.pop()
             found = expand(pair // n_states, pair % n_states)
             if found is None:
-                return False
+                return None
             for nxt in found.tolist():
                 if nxt < n_states:
                     after.add(nxt)
@@ -240,4 +245,4 @@ def is_safe(tables: Tables, g: int, s: Slice) -> bool:
                     seen.add(nxt)
                     work.append(nxt)
         boundary = after
-    return True
+    return height if height <= tables.max_depth else None

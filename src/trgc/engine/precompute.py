@@ -33,7 +33,7 @@ import numpy as np
 
 from trgc.artifact.model import Artifact
 from trgc.engine.binding import Binding, bind
-from trgc.engine.config import Config, Tables
+from trgc.engine.config import Config, Tables, is_viable
 from trgc.engine.kernel import Scratch, walk_trie
 from trgc.engine.slices import default_slices, is_safe
 from trgc.errors import TrgcError
@@ -82,8 +82,11 @@ def combine(
     binding: Binding, entry: FrameEntry, config: Config, scratch: Scratch
 ) -> np.ndarray | None:
     """Fresh uint32 words of the byte tokens allowed at `config` whose top state has `entry`,
-    or None when the stack is too close to `max_depth` for the accept set to hold."""
+    or None when the stack is too close to `max_depth` for the accept set to hold (or the
+    frames below the top are not viable, which a matcher never reaches)."""
     if len(config) - 1 + entry.height > binding.tables.max_depth:
+        return None
+    if not is_viable(binding.tables, config[:-1]):  # entries assume viable callers
         return None
     words = entry.accept.copy()
     if len(config) > 1 and entry.open_roots.size:

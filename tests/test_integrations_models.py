@@ -181,3 +181,106 @@ def test_import_trgc_and_cli_help_stay_free_of_torch():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+@pytest.fixture()
+def tiny_model_folder(tmp_path, monkeypatch):
+    """A local Hugging Face folder: random-weight tiny Llama + the synthetic byte-level tokenizer."""
+    transformers = pytest.importorskip("transformers")
+    torch = pytest.importorskip("torch")
+    monkeypatch.setenv("TRGC_CACHE_DIR", str(tmp_path / "cache"))
+    folder = tmp_path / "tiny"
+    tok = transformers.PreTrainedTokenizerFast(
+        tokenizer_file=str(SYNTHETIC / "tokenizer.json"), eos_token="<|endoftext|>"
+    )
+    tok.save_pretrained(folder)
+    torch.manual_seed(0)
+    config = transformers.LlamaConfig(
+        vocab_size=280,
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        max_position_embeddings=256,
+        eos_token_id=273,
+        bos_token_id=273,
+        pad_token_id=273,
+    )
+    transformers.LlamaForCausalLM(config).save_pretrained(folder)
+    return folder
+
+
+def test_generate_with_a_local_model_folder_traces_and_replays(tiny_model_folder, tmp_path):
+    from trgc.artifact.codec import save_artifact
+    from trgc.decode.sampler import SamplerSettings
+    from trgc.decode.session import replay_file
+    from trgc.integrations.generate import generate_with_model
+
+    loaded = smollm2.load_model(str(tiny_model_folder), probe=PROBE)
+    assert loaded.name.startswith("hf:tiny:sha256:") and loaded.table_path.is_file()
+    art = tmp_path / "json.trga"
+    save_artifact(trgc.compile_grammar((ROOT / "grammars" / "json.trg").read_text()), art)
+    for temperature, seed in [(0.0, 0), (1.0, 3)]:
+        trace = tmp_path / f"run-{seed}.jsonl"
+        streamed: list[bytes] = []
+        result = generate_with_model(
+            art,
+            loaded,
+            "hello",
+            settings=SamplerSettings(temperature=temperature),
+            seed=seed,
+            max_tokens=12,
+            trace_path=trace,
+            on_bytes=streamed.append,
+        )
+        assert b"".join(streamed) == result.output
+        assert trgc.check(trgc.load_artifact(art), result.output, prefix=True).accepted
+        assert replay_file(trace).identical
+    other = tmp_path / "other.trt"
+    trgc.load_tokenizer(ROOT / "tokenizers" / "gpt2.trt").save(other)
+    with pytest.raises(TrgcError) as info:
+        generate_with_model(
+            art,
+            loaded,
+            "hello",
+            settings=SamplerSettings(),
+            seed=0,
+            max_tokens=2,
+            tokenizer_path=other,
+        )
+    assert info.value.code == "E_TOKENIZER_IDENTITY_MISMATCH"
+    generate_with_model(  # the model's own table is accepted
+        art,
+        loaded,
+        "hello",
+        settings=SamplerSettings(),
+        seed=0,
+        max_tokens=2,
+        tokenizer_path=loaded.table_path,
+    )
+
+
+def test_generate_and_replay_cli_with_a_model_folder(tiny_model_folder, tmp_path):
+    import json
+
+    runner = CliRunner()
+    art = tmp_path / "json.trga"
+    assert (
+        runner.invoke(
+            app, ["compile", str(ROOT / "grammars" / "json.trg"), "-o", str(art)]
+        ).exit_code
+        == 0
+    )
+    trace = tmp_path / "run.jsonl"
+    args = ["generate", str(art), "--model", str(tiny_model_folder), "--prompt", "hi"]
+    result = runner.invoke(app, [*args, "--max-tokens", "6", "--trace", str(trace), "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["steps"] >= 1 and doc["trace"] == str(trace)
+    header = json.loads(trace.read_text().splitlines()[0])
+    assert (
+        header["logits"].startswith("model:hf:tiny:") and "hi" not in header["logits"].split(";")[1]
+    )
+    replayed = runner.invoke(app, ["replay", str(trace), "--json"])
+    assert replayed.exit_code == 0 and json.loads(replayed.stdout)["identical"] is True

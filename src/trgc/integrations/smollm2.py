@@ -48,7 +48,7 @@ BUILTIN_PROBE = "\n".join(
 class LoadedModel:
     """A model ready for trgc: torch module, prompt tokenizer, verified token table."""
 
-    name: str  # what the trace header records: "gguf:sha256:<hex>" or "hf:<table sha256>"
+    name: str  # what the trace header records: "gguf:sha256:<hex>" or "hf:<folder>:<table id>"
     model: Any
     hf_tokenizer: Any
     table: TokenTable
@@ -152,32 +152,35 @@ def load_hf_tokenizer(path: Path) -> Any:
 
 def model_table(
     path: Path, hf_tokenizer: Any, *, probe: str = BUILTIN_PROBE
-) -> tuple[TokenTable, Path]:
-    """The verified token table of the model at `path` and its cached `.trt` file.
+) -> tuple[TokenTable, Path, str]:
+    """The verified token table of the model at `path`, its cached `.trt` file, and the
+    model's name for traces (`gguf:sha256:<GGUF file hash>` or `hf:<folder>:<table id>`).
 
     The cache file is named by the SHA-256 of the GGUF file (or of the built table, for a
     folder), so a changed model never reuses a stale table. A cached table is re-read through
     the codec (which checks its own identity) and not re-verified."""
     if path.suffix == ".gguf":
         key = file_sha256(path)
+        name = f"gguf:sha256:{key}"
         cached = cache_dir() / "tokenizers" / f"{path.stem}-{key[:16]}.trt"
         if cached.is_file():
-            return TokenTable.load(cached), cached
+            return TokenTable.load(cached), cached, name
         table = table_from_gguf(path)
     else:
         from trgc.tokenizer.load import load_tokenizer
 
         table = load_tokenizer(path)
+        name = f"hf:{path.name}:{table.sha256}"
         cached = cache_dir() / "tokenizers" / f"{path.name}-{str(table.sha256)[-16:]}.trt"
         if cached.is_file():
-            return TokenTable.load(cached), cached
+            return TokenTable.load(cached), cached, name
     if path.suffix == ".gguf":
         verify_against_hf(table, hf_tokenizer, probe)
     else:  # the tokenizers library on the folder's original files
         _raise_unless_ok(verify_table(path, table, probe))
     cached.parent.mkdir(parents=True, exist_ok=True)
     table.save(cached)
-    return table, cached
+    return table, cached, name
 
 
 def load_model(spec: str, *, probe: str = BUILTIN_PROBE) -> LoadedModel:
@@ -189,16 +192,14 @@ def load_model(spec: str, *, probe: str = BUILTIN_PROBE) -> LoadedModel:
     if path.suffix == ".gguf":
         require("gguf", "loading a GGUF model")
     hf_tokenizer = load_hf_tokenizer(path)
-    table, table_path = model_table(path, hf_tokenizer, probe=probe)
+    table, table_path, name = model_table(path, hf_tokenizer, probe=probe)
     kwargs: dict[str, Any] = {"dtype": torch.float32, "local_files_only": True}
     if path.suffix == ".gguf":
         model = transformers.AutoModelForCausalLM.from_pretrained(
             str(path.parent), gguf_file=path.name, **kwargs
         )
-        name = f"gguf:sha256:{table.metadata['source_files'][path.name]}"
     else:
         model = transformers.AutoModelForCausalLM.from_pretrained(str(path), **kwargs)
-        name = f"hf:{path.name}"
     model.eval()
     return LoadedModel(
         name=name,

@@ -535,3 +535,18 @@ def test_oneof_branches_separated_by_required_members():
         and accepts(closed, '{"a":1,"b":"x"}')
     )
     assert oracle(closed, '{"a":1,"b":"x"}')
+
+
+def test_ignore_keywords_is_explicit_recorded_and_limited_to_unknown_keywords():
+    import trgc
+
+    schema = {"type": "string", "_format": "date", "x-note": 1}
+    with pytest.raises(TrgcError) as info:
+        trgc.compile_schema(schema)
+    assert info.value.code == "E_UNSUPPORTED_KEYWORD" and info.value.details["keyword"] == "_format"
+    art = trgc.compile_schema(schema, ignore_keywords=("_format",))
+    assert art.metadata["options"]["ignore_keywords"] == ["_format"]
+    assert trgc.check(art, b'"anything"').accepted
+    with pytest.raises(TrgcError) as info:
+        trgc.compile_schema({"type": "string", "pattern": "^a"}, ignore_keywords=("pattern",))
+    assert info.value.code == "E_USAGE"

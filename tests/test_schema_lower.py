@@ -31,6 +31,7 @@ def test_grammar_header_and_options():
     assert g.source_kind == "trj" and g.start == "root" and g.max_depth == 7
     assert g.options == {
         "draft": 2020,
+        "ignore_keywords": [],
         "max_depth": 7,
         "open_objects": True,
         "profile": "trj-1",

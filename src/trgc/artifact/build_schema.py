@@ -22,11 +22,14 @@ def compile_schema(
     max_depth: int = DEFAULT_MAX_DEPTH,
     limits: Limits | None = None,
     source: str | None = None,
+    ignore_keywords: tuple[str, ...] = (),
 ) -> Artifact:
     """Compile a JSON Schema (a parsed object, JSON text or bytes) into an Artifact.
 
     `separators` is "compact" (`,` `:`) or "pretty" (`, ` `: ` as json.dumps writes them);
-    `open_objects` admits undeclared members (after the declared ones) in every object.
+    `open_objects` admits undeclared members (after the declared ones) in every object;
+    `ignore_keywords` are keywords the caller explicitly treats as annotations (recorded in the
+    artifact's options, so they change its identity).
     """
     limits = limits or DEFAULT_LIMITS
     try:
@@ -38,6 +41,7 @@ def compile_schema(
             max_depth=max_depth,
             limits=limits,
             source_sha256=digest,
+            ignore_keywords=tuple(ignore_keywords),
         )
         return compile_ast(grammar, limits=limits)
     except TrgcError as error:

@@ -76,12 +76,17 @@ def run_schema(
     separators: str,
     limits: Limits | None,
     open_objects: bool = False,
+    ignore_keywords: tuple[str, ...] = (),
 ) -> SchemaResult:
     raw = path.read_bytes()
     start = time.perf_counter()
     try:
         artifact = compile_schema(
-            raw, separators=separators, open_objects=open_objects, limits=limits
+            raw,
+            separators=separators,
+            open_objects=open_objects,
+            limits=limits,
+            ignore_keywords=ignore_keywords,
         )
     except TrgcError as error:
         elapsed = time.perf_counter() - start
@@ -120,6 +125,7 @@ def run_coverage(
     per_subset: int | None = None,
     separators: str = "compact",
     open_objects: bool = False,
+    ignore_keywords: tuple[str, ...] = (),
     limits: Limits | None = None,
     progress=None,
 ) -> list[SchemaResult]:
@@ -139,6 +145,7 @@ def run_coverage(
                     separators=separators,
                     limits=limits,
                     open_objects=open_objects,
+                    ignore_keywords=ignore_keywords,
                 )
             )
             if progress is not None:

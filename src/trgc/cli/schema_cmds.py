@@ -200,6 +200,15 @@ def coverage_command(
             help="Compile with open objects (undeclared members admitted after the declared ones).",
         ),
     ] = False,
+    ignore_keyword: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--ignore-keyword",
+            metavar="NAME",
+            help="Treat this keyword outside the matrix as an annotation (repeatable), e.g. the "
+            "benchmark's neutralised _format and _uniqueItems. Matrix keywords cannot be ignored.",
+        ),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Compile every schema of JSONSchemaBench and check the upstream instances (MaskBench style).
@@ -223,6 +232,7 @@ def coverage_command(
             per_subset=per_subset,
             separators=separators,
             open_objects=open_objects,
+            ignore_keywords=tuple(ignore_keyword or ()),
         )
     else:
         from rich.progress import Progress
@@ -236,6 +246,7 @@ def coverage_command(
                 per_subset=per_subset,
                 separators=separators,
                 open_objects=open_objects,
+                ignore_keywords=tuple(ignore_keyword or ()),
                 progress=lambda: bar.advance(task),
             )
     doc = report(results)

@@ -143,7 +143,14 @@ class Lowering:
     """One lowering run; `run()` returns the finished grammar."""
 
     def __init__(
-        self, root: object, *, separators: str, open_objects: bool, max_depth: int, limits: Limits
+        self,
+        root: object,
+        *,
+        separators: str,
+        open_objects: bool,
+        max_depth: int,
+        limits: Limits,
+        ignore_keywords: tuple[str, ...] = (),
     ) -> None:
         if separators not in SEPARATORS:
             raise TrgcError(
@@ -157,8 +164,17 @@ class Lowering:
         self.item_sep, self.key_sep = SEPARATORS[separators]
         self.open_objects = open_objects
         self.grammar = Grammar(source_kind="trj", start="root", max_depth=max_depth)
+        known = sorted(k for k in ignore_keywords if status_of(k) is not None)
+        if known:
+            raise TrgcError(
+                "E_USAGE",
+                f"ignore_keywords may only name keywords outside the matrix, not {known[0]!r}",
+                hint="ignoring an assertion the matrix knows would admit values the schema forbids",
+            )
+        self.ignored = frozenset(ignore_keywords)
         self.grammar.options = {
             "draft": self.draft,
+            "ignore_keywords": sorted(self.ignored),
             "max_depth": max_depth,
             "open_objects": open_objects,
             "profile": "trj-1",
@@ -237,8 +253,15 @@ class Lowering:
                 f"a schema is a JSON object or boolean, got {type(schema).__name__}",
                 pointer=pointer,
             )
-        node = yield ("view", view(schema, pointer, self.draft), pointer)
+        node = yield ("view", self._read(schema, pointer), pointer)
         return node
+
+    def _read(self, schema: dict, pointer: str) -> View:
+        """The normalised view of one schema object, without the keywords the caller chose to ignore."""
+        v = view(schema, pointer, self.draft)
+        if self.ignored:
+            v = {k: e for k, e in v.items() if k not in self.ignored}
+        return v
 
     def _check_keywords(self, v: View, pointer: str) -> None:
         for key, (_value, ptr) in v.items():
@@ -400,7 +423,7 @@ class Lowering:
             raise TrgcError(
                 "E_SCHEMA_NOT_OBJECT", "a schema is a JSON object or boolean", pointer=pointer
             )
-        v = view(schema, pointer, self.draft)
+        v = self._read(schema, pointer)
         self._check_keywords(v, pointer)
         return v
 
@@ -561,7 +584,7 @@ class Lowering:
         while (
             isinstance(probe, dict)
             and "$ref" in probe
-            and not (set(assertion_keys(view(probe, target_ptr, self.draft))) - {"$ref"})
+            and not (set(assertion_keys(self._read(probe, target_ptr))) - {"$ref"})
         ):
             next_ptr, probe = self._resolve(probe["$ref"], target_ptr + "/$ref")
             if next_ptr in seen:
@@ -774,7 +797,7 @@ class Lowering:
             ptr, target = self._resolve(*v["$ref"])
             if not isinstance(target, dict):
                 return {}
-            v = view(target, ptr, self.draft)
+            v = self._read(target, ptr)
             depth += 1
         return v
 
@@ -841,7 +864,7 @@ class Lowering:
                 if (
                     isinstance(sa, dict)
                     and isinstance(sb, dict)
-                    and self._disjoint_values(view(sa, pa, self.draft), view(sb, pb, self.draft))
+                    and self._disjoint_values(self._read(sa, pa), self._read(sb, pb))
                 ):
                     return True
         return self._excludes(a, b) and self._excludes(b, a)
@@ -1193,10 +1216,20 @@ def lower_schema(
     max_depth: int = DEFAULT_MAX_DEPTH,
     limits: Limits,
     source_sha256: str = "",
+    ignore_keywords: tuple[str, ...] = (),
 ) -> Grammar:
-    """Lower a parsed schema (object or boolean) to a grammar whose start rule is `root`."""
+    """Lower a parsed schema (object or boolean) to a grammar whose start rule is `root`.
+
+    `ignore_keywords` names keywords the caller explicitly wants treated as annotations (for
+    example a benchmark's neutralised `_format`); they are recorded in the grammar options.
+    """
     grammar = Lowering(
-        schema, separators=separators, open_objects=open_objects, max_depth=max_depth, limits=limits
+        schema,
+        separators=separators,
+        open_objects=open_objects,
+        max_depth=max_depth,
+        limits=limits,
+        ignore_keywords=ignore_keywords,
     ).run()
     grammar.source_sha256 = source_sha256
     return grammar

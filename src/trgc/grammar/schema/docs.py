@@ -49,6 +49,7 @@ trgc coverage ../shared/corpora/jsonschemabench     # compile + MaskBench-style 
 ```
 ```python
 art = trgc.compile_schema(schema, separators="compact", open_objects=False, max_depth=32)
+art = trgc.compile_schema(schema, ignore_keywords=("_format",))  # explicit: keywords outside the matrix only
 ```
 
 Nothing unknown is ignored: a keyword outside the matrix, or one marked unsupported, is

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import threading
@@ -208,6 +209,8 @@ def generate_command(
             if logits is not None or prompt is None:
                 raise TrgcError("E_USAGE", "--model needs --prompt and takes no --logits")
             from trgc.integrations.generate import generate_with_model
+
+            os.environ.setdefault("TQDM_DISABLE", "1")  # model loaders' progress bars
 
             result = generate_with_model(
                 artifact_path,

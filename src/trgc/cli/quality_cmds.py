@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -75,6 +76,7 @@ def quality_command(
     from trgc.integrations.quality import run_experiment
     from trgc.integrations.quality_run import parse_arms
 
+    os.environ.setdefault("TQDM_DISABLE", "1")  # model loaders' progress bars; ours below
     err = stderr_console()
     show = sys.stderr.isatty() and not as_json
 

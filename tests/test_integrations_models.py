@@ -284,3 +284,49 @@ def test_generate_and_replay_cli_with_a_model_folder(tiny_model_folder, tmp_path
     )
     replayed = runner.invoke(app, ["replay", str(trace), "--json"])
     assert replayed.exit_code == 0 and json.loads(replayed.stdout)["identical"] is True
+
+
+def test_quality_cli_with_a_model_folder(tiny_model_folder, tmp_path):
+    import json
+
+    quality = ROOT / "benchmarks" / "quality"
+    lines = [
+        {
+            "id": "p",
+            "kind": "plain",
+            "prompt": "hi",
+            "max_tokens": 4,
+            "gold": {"contains_any": ["x"]},
+        },
+        {
+            "id": "c",
+            "kind": "extraction",
+            "prompt": "city",
+            "max_tokens": 6,
+            "schema": str(quality / "schemas" / "city.json"),
+            "gold": {"city": "Paris"},
+        },
+        {
+            "id": "a",
+            "kind": "arithmetic",
+            "prompt": "sum",
+            "max_tokens": 4,
+            "schema": str(quality / "schemas" / "answer.json"),
+            "tool_prompt": "expr",
+            "tool_grammar": str(quality / "grammars" / "tinycalc-line.trg"),
+            "gold": "2",
+        },
+    ]
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    out = tmp_path / "q.md"
+    args = ["quality", "--tasks", str(tasks), "--out", str(out), "--model", str(tiny_model_folder)]
+    result = CliRunner().invoke(app, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert sorted(doc["arms"]) == ["constrained", "tool", "unconstrained"]
+    assert doc["facts"]["runs"] == 9 and doc["facts"]["decodes"] == 3 + 2 + 1
+    assert doc["plot"] == str(out.with_suffix(".png")) and out.with_suffix(".png").is_file()
+    assert "# trgc quality experiment" in out.read_text(encoding="utf-8")
+    bad = CliRunner().invoke(app, [*args, "--arms", "nope"])
+    assert bad.exit_code == 2 and "E_USAGE" in bad.output

@@ -147,3 +147,11 @@ def test_unsupported_regex_constructs(pattern):
     with pytest.raises(TrgcError) as info:
         trgc.compile_schema({"type": "string", "pattern": pattern})
     assert info.value.code == "E_UNSUPPORTED_KEYWORD" and info.value.pointer == "/pattern"
+
+
+def test_nullable_group_repetition():
+    schema = {"type": "string", "pattern": "^a([b-c]*)*$"}
+    assert accepts(schema, '"abcbc"') and accepts(schema, '"a"') and not accepts(schema, '"ad"')
+    with pytest.raises(TrgcError) as info:
+        trgc.compile_schema({"type": "string", "pattern": "^(a?b?)+$"})
+    assert info.value.code == "E_UNSUPPORTED_KEYWORD"

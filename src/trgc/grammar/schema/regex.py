@@ -134,6 +134,14 @@ class _Parser:
                 check_limit("repetition", bound, self.repetition_limit, "pattern repetition bound")
         if hi is not None and lo > hi:
             raise _Unsupported(f"quantifier {{{lo},{hi}}} is out of order")
+        if hi is None and length_range(atom)[0] == 0:
+            # (x{0,h})* is x*; any other unbounded repetition of a nullable group is ambiguous
+            inner = atom
+            while inner[0] == "alt" and len(inner[1]) == 1 and len(inner[1][0][1]) == 1:
+                inner = inner[1][0][1][0]
+            if inner[0] == "rep" and inner[2] == 0 and length_range(inner[1])[0] > 0:
+                return ("rep", inner[1], 0, None)
+            raise _Unsupported("an unbounded repetition of a group that can match the empty string")
         return ("rep", atom, lo, hi)
 
     def _brace_quantifier(self) -> tuple[int, int | None] | None:

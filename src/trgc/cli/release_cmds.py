@@ -51,7 +51,7 @@ def lock_command(
     result = lock(
         sources, lock_path, artifacts_dir=artifacts_dir, limits=resolve_limits(limit, limits_file)
     )
-    document = {"lock": str(lock_path), **result.to_toml()}
+    document = {"lock_file": str(lock_path), **result.to_toml()}
     if as_json:
         print_json(document)
         return

@@ -348,3 +348,14 @@ def test_compile_real_schema(tmp_path):
         and "E_UNSUPPORTED_KEYWORD" in result.stderr
         and str(bad) in result.stderr
     )
+
+
+def test_ignore_keyword_is_recorded_in_the_artifact(tmp_path):
+    schema = tmp_path / "s.json"
+    schema.write_text('{"type": "object", "_format": "x"}', encoding="utf-8")
+    refused = run("compile", str(schema))
+    assert refused.exit_code == 2 and "E_UNSUPPORTED_KEYWORD" in refused.stderr
+    out = tmp_path / "s.trga"
+    accepted = run("compile", str(schema), "--ignore-keyword", "_format", "-o", str(out))
+    assert accepted.exit_code == 0, accepted.output
+    assert load_artifact(out).metadata["options"]["ignore_keywords"] == ["_format"]

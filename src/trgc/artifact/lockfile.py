@@ -15,6 +15,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from trgc.artifact.model import Artifact
 from trgc.atomic import atomic_write, read_bytes
 from trgc.errors import TrgcError
 from trgc.limits import DEFAULT_LIMITS, Limits
@@ -84,16 +85,11 @@ def sha256_bytes(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
-def compile_source(path: Path, limits: Limits):
-    """Compile a `.trg` grammar or a `.json` schema file into an Artifact."""
-    from trgc.artifact.build import compile_grammar
+def compile_path(path: Path, limits: Limits) -> Artifact:
+    """Compile a `.trg` grammar or a `.json` schema file, as `trgc compile` would."""
+    from trgc.artifact.sources import compile_source
 
-    data = read_bytes(path)
-    if path.suffix == ".json":
-        from trgc.artifact.build_schema import compile_schema
-
-        return compile_schema(data, limits=limits)
-    return compile_grammar(data, limits=limits, source=str(path))
+    return compile_source(read_bytes(path), source=str(path), limits=limits)
 
 
 def lock(
@@ -124,7 +120,7 @@ def lock(
                 f"two sources are both named {name!r}: {entries[name].source} and {_relative(source, base)}",
                 hint="rename one of them; lock entries are keyed by file stem",
             )
-        artifact = compile_source(source, limits)
+        artifact = compile_path(source, limits)
         target = out_dir / f"{name}.trga"
         entries[name] = LockEntry(
             name=name,
@@ -222,7 +218,7 @@ def verify(lock_path: Path, sources: list[Path] | None = None) -> VerifyReport:
                 {"field": "source_sha256", "locked": entry.source_sha256, "actual": source_hash}
             )
         try:
-            actual = compile_source(source, limits).sha256
+            actual = compile_path(source, limits).sha256
         except TrgcError as error:
             actual = f"error {error.code}"
         if actual != entry.artifact_sha256:

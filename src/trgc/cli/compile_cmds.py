@@ -41,40 +41,6 @@ def _read_input(path: str) -> bytes:
     return read_bytes(path)
 
 
-def _is_schema(path: str, data: bytes) -> bool:
-    return path.endswith(".json") or data.lstrip()[:1] == b"{"
-
-
-def compile_source(
-    path: str,
-    data: bytes,
-    *,
-    limits,
-    strict: bool,
-    separators: str = "compact",
-    open_objects: bool = False,
-):
-    """Compile a trg-1 grammar, or a JSON Schema (trj-1) when the source is JSON."""
-    from trgc.errors import TrgcError
-
-    source = "<stdin>" if path == "-" else path
-    if _is_schema(path, data):
-        try:
-            from trgc.artifact.build_schema import compile_schema
-        except ModuleNotFoundError:
-            raise TrgcError(
-                "E_USAGE",
-                "JSON Schema sources are not supported by this build of trgc",
-                source=source,
-            ) from None
-        return compile_schema(
-            data, separators=separators, open_objects=open_objects, limits=limits, source=source
-        )
-    from trgc.artifact.build import compile_grammar
-
-    return compile_grammar(data, limits=limits, strict=strict, source=source)
-
-
 @reporting_errors
 def compile_command(
     src: Annotated[
@@ -114,6 +80,15 @@ def compile_command(
             "whose additionalProperties is not false.",
         ),
     ] = False,
+    ignore_keyword: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--ignore-keyword",
+            metavar="KEYWORD",
+            help="JSON Schema only: treat this keyword outside the trj-1 matrix as an annotation "
+            "(repeatable). Recorded in the artifact, so it changes the identity.",
+        ),
+    ] = None,
     limit: LimitOption = None,
     limits_file: LimitsFileOption = None,
     as_json: JsonOption = False,
@@ -126,13 +101,20 @@ def compile_command(
     """
     from trgc.artifact.codec import compress, encode
     from trgc.artifact.inspect import summary
+    from trgc.artifact.sources import compile_source
     from trgc.atomic import atomic_write
     from trgc.limits import resolve_limits
 
     limits = resolve_limits(limit, limits_file)
     data = _read_input(src)
     artifact = compile_source(
-        src, data, limits=limits, strict=strict, separators=separators, open_objects=open_objects
+        data,
+        source="<stdin>" if src == "-" else src,
+        limits=limits,
+        strict=strict,
+        separators=separators,
+        open_objects=open_objects,
+        ignore_keywords=tuple(ignore_keyword or ()),
     )
     file_bytes = compress(encode(artifact))
     if output is not None:

@@ -1,0 +1,43 @@
+"""Which compiler a source goes to: trg-1 grammars, or JSON Schemas (trj-1) when the source is JSON.
+
+One function serves `trgc compile`, `trgc lock` and `trgc verify`, so that a file compiles to
+the same identity whichever command compiles it.
+"""
+
+from __future__ import annotations
+
+from trgc.artifact.build import compile_grammar
+from trgc.artifact.build_schema import compile_schema
+from trgc.artifact.model import Artifact
+from trgc.limits import DEFAULT_LIMITS, Limits
+
+
+def is_schema_source(name: str, data: bytes) -> bool:
+    """A `.json` file, or any source whose first non-blank byte is `{`, is a JSON Schema."""
+    return name.endswith(".json") or data.lstrip()[:1] == b"{"
+
+
+def compile_source(
+    data: bytes,
+    *,
+    source: str,
+    limits: Limits = DEFAULT_LIMITS,
+    strict: bool = False,
+    separators: str = "compact",
+    open_objects: bool = False,
+    ignore_keywords: tuple[str, ...] = (),
+) -> Artifact:
+    """Compile `data` (named `source` in errors) with the compiler its name or content selects.
+
+    `strict` applies to grammars; `separators`, `open_objects` and `ignore_keywords` to schemas.
+    """
+    if is_schema_source(source, data):
+        return compile_schema(
+            data,
+            separators=separators,
+            open_objects=open_objects,
+            limits=limits,
+            source=source,
+            ignore_keywords=ignore_keywords,
+        )
+    return compile_grammar(data, limits=limits, strict=strict, source=source)

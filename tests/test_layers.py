@@ -9,18 +9,39 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "trgc"
 
-# layer -> the trgc layers it may import (besides itself); errors, limits and atomic are the base
+# layer -> the trgc layers it may import (besides itself); errors, limits, atomic and jsonread
+# are the base
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "limits": {"errors"},
     "atomic": {"errors"},
-    "grammar": {"errors", "limits", "atomic"},
-    "automata": {"errors", "limits", "atomic", "grammar"},
-    "artifact": {"errors", "limits", "atomic", "grammar", "automata"},
-    "tokenizer": {"errors", "limits", "atomic"},
-    "engine": {"errors", "limits", "atomic", "grammar", "automata", "artifact", "tokenizer"},
-    "decode": {"errors", "limits", "atomic", "grammar", "automata", "artifact", "tokenizer", "engine"},
-    "tools": {"errors", "limits", "atomic"},
+    "jsonread": {"errors", "limits"},
+    "grammar": {"errors", "limits", "atomic", "jsonread"},
+    "automata": {"errors", "limits", "atomic", "jsonread", "grammar"},
+    "artifact": {"errors", "limits", "atomic", "jsonread", "grammar", "automata"},
+    "tokenizer": {"errors", "limits", "atomic", "jsonread"},
+    "engine": {
+        "errors",
+        "limits",
+        "atomic",
+        "jsonread",
+        "grammar",
+        "automata",
+        "artifact",
+        "tokenizer",
+    },
+    "decode": {
+        "errors",
+        "limits",
+        "atomic",
+        "jsonread",
+        "grammar",
+        "automata",
+        "artifact",
+        "tokenizer",
+        "engine",
+    },
+    "tools": {"errors", "limits", "atomic", "jsonread"},
 }
 
 

@@ -9,11 +9,12 @@ metadata is the hash of the *uncompressed* file (so it matches PROVENANCE notes)
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 from typing import Any
 
-from trgc.errors import Span, TrgcError
+from trgc import jsonread
+from trgc.errors import TrgcError
+from trgc.limits import DEFAULT_LIMITS
 
 MiB = 1024 * 1024
 MAX_SOURCE_BYTES = 512 * MiB  # one uncompressed tokenizer file
@@ -90,50 +91,16 @@ def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out = dict(pairs)
-    if len(out) != len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise _DuplicateKey(key)
-            seen.add(key)
-    return out
-
-
-class _DuplicateKey(Exception):
-    def __init__(self, key: str) -> None:
-        super().__init__(key)
-        self.key = key
-
-
 def parse_json(data: bytes, *, source: str) -> Any:
-    """Strict JSON: UTF-8, no duplicate keys; errors are `E_TOKENIZER_JSON` with line and column."""
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise TrgcError(
-            "E_TOKENIZER_JSON",
-            f"not UTF-8 at byte {exc.start}",
-            source=source,
-            span=Span(offset=exc.start),
-        ) from None
-    try:
-        return json.loads(text, object_pairs_hook=_no_duplicate_keys)
-    except json.JSONDecodeError as exc:
-        truncated = exc.pos >= len(text.rstrip())
-        raise TrgcError(
-            "E_TOKENIZER_JSON",
-            ("truncated JSON: " if truncated else "invalid JSON: ") + exc.msg,
-            source=source,
-            span=Span(exc.lineno, exc.colno, exc.pos),
-        ) from None
-    except _DuplicateKey as exc:
-        raise TrgcError(
-            "E_TOKENIZER_JSON", f"JSON object repeats the key {exc.key!r}", source=source
-        ) from None
-    except RecursionError:
-        raise TrgcError("E_TOKENIZER_JSON", "JSON nests too deeply", source=source) from None
+    """Strict JSON (`trgc.jsonread`); malformed input is `E_TOKENIZER_JSON` with line and column."""
+    return jsonread.read_json(
+        data,
+        code="E_TOKENIZER_JSON",
+        what="the tokenizer file",
+        max_bytes=MAX_SOURCE_BYTES,
+        max_depth=DEFAULT_LIMITS.nesting,
+        source=source,
+    )
 
 
 def read_json(path: Path) -> tuple[Any, str]:

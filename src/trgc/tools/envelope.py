@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass
 
 from trgc.errors import TrgcError
+from trgc.jsonread import read_json
 from trgc.limits import DEFAULT_LIMITS
 from trgc.tools import strictjson
 from trgc.tools.builtin import Outcome
@@ -288,12 +289,13 @@ def parse_request(data: bytes | str | dict, source: str | None = None) -> dict:
         data = json.dumps(data, sort_keys=True, separators=(",", ":")).encode("ascii")
     elif isinstance(data, str):
         data = data.encode("utf-8", "surrogatepass")
-    parsed = strictjson.loads(
+    parsed = read_json(
         data,
-        CODES,
+        code=CODES.json,
+        what="the request",
         max_bytes=DEFAULT_LIMITS.input_bytes,
         max_depth=MAX_REQUEST_DEPTH,
-        decimals=False,
+        floats="reject",
         source=source,
     )
     if not isinstance(parsed, dict):

@@ -17,6 +17,7 @@ from decimal import Decimal
 from pathlib import Path
 
 from trgc.errors import TrgcError
+from trgc.jsonread import read_json
 from trgc.limits import DEFAULT_LIMITS
 from trgc.tools import strictjson
 from trgc.tools.strictjson import (
@@ -307,12 +308,13 @@ def check_evidence(
                 source=name,
             )
     data = result.encode("utf-8", "surrogatepass") if isinstance(result, str) else result
-    document = strictjson.loads(
+    document = read_json(
         data,
-        CODES,
+        code=CODES.json,
+        what="the extraction result",
         max_bytes=MAX_RESULT_BYTES,
         max_depth=MAX_RESULT_DEPTH,
-        decimals=True,
+        floats="decimal",
         source=source,
     )
     try:

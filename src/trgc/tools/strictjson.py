@@ -1,26 +1,19 @@
-"""Strict JSON in and canonical JSON out for tool requests and extraction results.
+"""Field specifications and canonical JSON out for tool requests and extraction results.
 
-Reading is stricter than `json.loads`: the size and nesting depth are checked before the
-document is parsed (no recursion on hostile input), the text must be UTF-8, duplicate object
-keys, NaN/Infinity and (unless allowed, then as `Decimal`) non-integer numbers are refused.
-Objects are then checked against a field specification that rejects unknown fields with
-their JSON pointer. Writing produces canonical JSON (sorted keys, no whitespace, UTF-8).
+Documents are read with the strict shared reader (`trgc.jsonread`); their objects are then
+checked against a field specification that rejects unknown fields with their JSON pointer.
+Writing produces canonical JSON (sorted keys, no whitespace, UTF-8).
 """
 
 from __future__ import annotations
 
 import hashlib
-import itertools
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 
 from trgc.errors import TrgcError
-
-_STRING_RE = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
-_DEPTH_DELTA = bytes.maketrans(b"[{]}", b"\x01\x01\x02\x02")
 
 
 @dataclass(frozen=True)
@@ -47,69 +40,6 @@ def sha256_hex(data: bytes) -> str:
 def pointer(*parts: str | int) -> str:
     """An RFC 6901 JSON pointer from path parts."""
     return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
-
-
-def _depth(data: bytes) -> int:
-    skeleton = _STRING_RE.sub(b"", data).translate(_DEPTH_DELTA)
-    steps = (1 if b == 1 else -1 for b in skeleton if b in (1, 2))
-    return max(itertools.accumulate(steps, initial=0))
-
-
-def loads(
-    data: bytes,
-    codes: Codes,
-    *,
-    max_bytes: int,
-    max_depth: int,
-    decimals: bool,
-    source: str | None = None,
-) -> object:
-    """Parse `data` strictly; raise `E_LIMIT_INPUT_BYTES`, `E_LIMIT_NESTING` or `codes.json`."""
-    if len(data) > max_bytes:
-        raise TrgcError(
-            "E_LIMIT_INPUT_BYTES",
-            f"the document has {len(data):,} bytes, over the limit of {max_bytes:,}",
-            source=source,
-        )
-    depth = _depth(data)
-    if depth > max_depth:
-        raise TrgcError(
-            "E_LIMIT_NESTING",
-            f"the document nests {depth} levels deep, over the limit of {max_depth}",
-            source=source,
-        )
-
-    def fail(message: str) -> TrgcError:
-        return TrgcError(codes.json, message, source=source)
-
-    def pairs(items: list[tuple[str, object]]) -> dict:
-        out: dict = {}
-        for key, value in items:
-            if key in out:
-                raise fail(f"duplicate object key {key!r}")
-            out[key] = value
-        return out
-
-    def no_float(text: str) -> object:
-        if decimals:
-            return Decimal(text)
-        raise fail(f"non-integer number {text!r} (only integers are allowed here)")
-
-    def no_constant(text: str) -> object:
-        raise fail(f"{text} is not JSON")
-
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise fail(f"not UTF-8 at byte {exc.start}") from None
-    try:
-        return json.loads(
-            text, object_pairs_hook=pairs, parse_float=no_float, parse_constant=no_constant
-        )
-    except json.JSONDecodeError as exc:
-        raise fail(f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
-    except ValueError as exc:  # integers beyond Python's digit limit
-        raise fail(str(exc)) from None
 
 
 # Field kinds of a specification.

@@ -1,66 +1,22 @@
-"""Reading a schema document: bytes or text to a Python value, with positions and limits.
+"""Reading a schema document: bytes, text or a value to a checked value and its source hash.
 
-The size and the nesting depth are checked before `json` builds anything (the C decoder
-recurses per level), duplicate keys are refused (RFC 8259 leaves them unpredictable) and
-NaN/Infinity literals are not JSON.
+Text goes through the strict shared reader (`trgc.jsonread`: size and nesting first, UTF-8,
+no repeated keys, no NaN/Infinity); an already parsed value gets the same nesting check and
+is hashed in canonical JSON.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import re
 
-from trgc.errors import Span, TrgcError
+from trgc.errors import TrgcError
+from trgc.jsonread import read_json
 from trgc.limits import Limits, check_limit
-
-_TOKENS = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
-
-
-class _DuplicateKey(Exception):
-    def __init__(self, key: str) -> None:
-        self.key = key
-
-
-def _pairs(pairs: list[tuple[str, object]]) -> dict:
-    out: dict = {}
-    for key, value in pairs:
-        if key in out:
-            raise _DuplicateKey(key)
-        out[key] = value
-    return out
-
-
-def _no_constant(name: str) -> object:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _line_col(raw: bytes, offset: int) -> Span:
-    line = raw.count(b"\n", 0, offset) + 1
-    column = offset - (raw.rfind(b"\n", 0, offset) + 1) + 1
-    return Span(line, column, offset)
-
-
-def text_nesting(raw: bytes, limit: int) -> None:
-    """Raise `E_LIMIT_NESTING` if brackets outside strings nest deeper than `limit`."""
-    depth = 0
-    for match in _TOKENS.finditer(raw):
-        token = match.group()
-        if token in (b"[", b"{"):
-            depth += 1
-            if depth > limit:
-                raise TrgcError(
-                    "E_LIMIT_NESTING",
-                    f"the schema nests deeper than the nesting limit of {limit:,}",
-                    span=_line_col(raw, match.start()),
-                    hint="raise it with --limit nesting=N if this is intended",
-                )
-        elif token in (b"]", b"}"):
-            depth -= 1
 
 
 def value_nesting(value: object, limit: int) -> None:
-    """The same check for an already parsed value, without recursion."""
+    """Raise `E_LIMIT_NESTING` if a parsed value nests deeper than `limit`, without recursion."""
     stack = [(value, 1)]
     while stack:
         item, depth = stack.pop()
@@ -124,35 +80,14 @@ def load_schema(schema: dict | bool | str | bytes, limits: Limits) -> tuple[obje
             "E_SCHEMA_NOT_OBJECT",
             f"a schema is a JSON object, text or bytes, got {type(schema).__name__}",
         )
-    check_limit("input_bytes", len(raw), limits.input_bytes, "schema size")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise TrgcError(
-            "E_SCHEMA_JSON",
-            f"the schema is not valid UTF-8 ({exc.reason})",
-            span=_line_col(raw, exc.start),
-        ) from None
-    text_nesting(raw, limits.nesting)
-    try:
-        value = json.loads(text, object_pairs_hook=_pairs, parse_constant=_no_constant)
-    except _DuplicateKey as exc:
-        raise TrgcError(
-            "E_SCHEMA_DUPLICATE_KEY",
-            f"the key {exc.key!r} appears twice in one object",
-            hint="a JSON object with repeated names has no agreed meaning (RFC 8259 §4)",
-        ) from None
-    except json.JSONDecodeError as exc:
-        offset = len(text[: exc.pos].encode("utf-8"))
-        raise TrgcError(
-            "E_SCHEMA_JSON", f"invalid JSON: {exc.msg}", span=Span(exc.lineno, exc.colno, offset)
-        ) from None
-    except ValueError as exc:
-        raise TrgcError("E_SCHEMA_JSON", f"invalid JSON: {exc}") from None
-    except RecursionError:  # only reachable with a nesting limit above the interpreter's stack
-        raise TrgcError(
-            "E_LIMIT_NESTING", "the schema nests deeper than the JSON decoder can read"
-        ) from None
+    value = read_json(
+        raw,
+        code="E_SCHEMA_JSON",
+        what="the schema",
+        max_bytes=limits.input_bytes,
+        max_depth=limits.nesting,
+        duplicate_code="E_SCHEMA_DUPLICATE_KEY",
+    )
     if not isinstance(value, dict | bool):
         raise TrgcError(
             "E_SCHEMA_NOT_OBJECT",

@@ -13,9 +13,10 @@ import json
 import re
 from dataclasses import dataclass
 
-from trgc.errors import Span, TrgcError
-from trgc.grammar.schema.parse import canonical_json, text_nesting, value_nesting
-from trgc.limits import Limits, check_limit
+from trgc.errors import TrgcError
+from trgc.grammar.schema.parse import canonical_json, value_nesting
+from trgc.jsonread import read_json
+from trgc.limits import Limits
 
 NAME_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,64}")
 FUNCTION_FIELDS = frozenset({"name", "description", "parameters", "strict"})
@@ -33,50 +34,15 @@ class Tool:
     description: str | None = None
 
 
-class _Duplicate(Exception):
-    def __init__(self, key: str) -> None:
-        self.key = key
-
-
-def _pairs(pairs: list[tuple[str, object]]) -> dict:
-    out: dict = {}
-    for key, value in pairs:
-        if key in out:
-            raise _Duplicate(key)
-        out[key] = value
-    return out
-
-
-def _reject_constant(name: str) -> object:
-    raise ValueError(f"{name} is not JSON")
-
-
 def load_tool_json(data: str | bytes, limits: Limits) -> object:
-    """Parse tool-list text: size and nesting checked first, duplicate keys refused."""
-    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else bytes(data)
-    check_limit("input_bytes", len(raw), limits.input_bytes, "tool list size")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise TrgcError(
-            "E_TOOLCALL_JSON", f"the tool list is not valid UTF-8 ({exc.reason})"
-        ) from None
-    text_nesting(raw, limits.nesting)
-    try:
-        return json.loads(text, object_pairs_hook=_pairs, parse_constant=_reject_constant)
-    except _Duplicate as exc:
-        raise TrgcError(
-            "E_TOOLCALL_JSON", f"the key {exc.key!r} appears twice in one object"
-        ) from None
-    except json.JSONDecodeError as exc:
-        offset = len(text[: exc.pos].encode("utf-8"))
-        raise TrgcError(
-            "E_TOOLCALL_JSON",
-            f"invalid JSON: {exc.msg}",
-            span=Span(exc.lineno, exc.colno, offset),
-        ) from None
-    except ValueError as exc:
-        raise TrgcError("E_TOOLCALL_JSON", f"invalid JSON: {exc}") from None
+    """Parse tool-list text strictly (`trgc.jsonread`): size and nesting first, no repeated keys."""
+    return read_json(
+        data,
+        code="E_TOOLCALL_JSON",
+        what="the tool list",
+        max_bytes=limits.input_bytes,
+        max_depth=limits.nesting,
+    )
 
 
 def _field_error(pointer: str, message: str) -> TrgcError:

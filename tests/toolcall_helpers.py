@@ -199,18 +199,22 @@ def render(table: TokenTable, ids: list[int], specials: dict[int, str]) -> str:
 
 
 CLOSERS = (b'"', b"}", b"]")
-_CLOSING: dict[str, np.ndarray] = {}
+OPENERS = (b"{", b"[")
+_CLASSES: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
 
-def closing_tokens(table: TokenTable) -> np.ndarray:
-    """bool[V]: tokens whose bytes hold a `"`, `}` or `]`, or that have no bytes (markers)."""
-    found = _CLOSING.get(table.sha256)
+def token_classes(table: TokenTable) -> tuple[np.ndarray, np.ndarray]:
+    """bool[V] pair: tokens whose bytes hold a `"`, `}` or `]` (or that have no bytes: markers),
+    and tokens whose bytes hold a `{` or `[`."""
+    found = _CLASSES.get(table.sha256)
     if found is None:
-        found = np.zeros(table.vocab_size, dtype=bool)
+        closing = np.zeros(table.vocab_size, dtype=bool)
+        opening = np.zeros(table.vocab_size, dtype=bool)
         for i in range(table.vocab_size):
             piece = table.token_bytes(i)
-            found[i] = not piece or any(c in piece for c in CLOSERS)
-        _CLOSING[table.sha256] = found
+            closing[i] = not piece or any(c in piece for c in CLOSERS)
+            opening[i] = any(c in piece for c in OPENERS)
+        found = _CLASSES[table.sha256] = (closing, opening)
     return found
 
 
@@ -218,24 +222,47 @@ def random_walk(
     matcher, table: TokenTable, rng: np.random.Generator, *, open_id: int, max_steps: int = 400
 ) -> list[int]:
     """A seeded walk over allowed tokens until EOS: start the region at once, then pick a random
-    allowed token, half of the time among those that close something (so walks end)."""
+    allowed token, half of the time among those that close something. After half the steps it
+    finishes: EOS when allowed, else the shortest token that closes without opening (or at least
+    does not open); a marker it has not emitted yet comes first and one it has emitted (which
+    would start another call) never, so that even walks through unconstrained values end."""
     eos = np.zeros(table.vocab_size, dtype=bool)
     eos[list(table.eos_ids)] = True
-    closing = closing_tokens(table)
+    closing, opening = token_classes(table)
+    lengths = np.diff(table.offsets)
     ids = [open_id]
     matcher.advance(open_id)
-    for _ in range(max_steps):
+    is_marker = np.zeros(table.vocab_size, dtype=bool)
+    is_marker[[*table.added_tokens.values(), *table.special_tokens.values()]] = True
+    emitted_markers = np.zeros(table.vocab_size, dtype=bool)
+    emitted_markers[open_id] = True
+    for step in range(max_steps):
         allowed = matcher.allowed_tokens()
         assert allowed.any(), "the constraint allowed nothing"
         ends = np.flatnonzero(allowed & eos)
         pool = allowed & ~eos
-        if ends.size and (rng.random() < 0.7 or not pool.any()):
+        finishing = step >= max_steps // 2
+        if ends.size and (finishing or rng.random() < 0.7 or not pool.any()):
             matcher.advance(int(ends[0]))
             return ids
-        if rng.random() < 0.5 and (pool & closing).any():
-            pool = pool & closing
-        candidates = np.flatnonzero(pool)
+        if finishing:
+            fresh = pool & ~emitted_markers
+            preferences = (
+                fresh & is_marker,
+                fresh & closing & ~opening,
+                fresh & ~opening,
+                fresh,
+                pool,
+            )
+            pool = next(m for m in preferences if m.any())
+            candidates = np.flatnonzero(pool)
+            candidates = candidates[lengths[candidates] == lengths[candidates].min()]
+        else:
+            if rng.random() < 0.5 and (pool & closing).any():
+                pool = pool & closing
+            candidates = np.flatnonzero(pool)
         choice = int(candidates[rng.integers(candidates.size)])
         matcher.advance(choice)
         ids.append(choice)
+        emitted_markers[choice] |= is_marker[choice]
     raise AssertionError("the walk did not end")

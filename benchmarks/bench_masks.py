@@ -18,8 +18,15 @@ buffer (`fill_bitmask`), which is what is timed. Reported per vocabulary:
   * one artifact per JSON Schema (`compile_schema`) with its instance teacher-forced once, the
     cold case where almost every configuration is new: time to first mask (compile + bind +
     first mask), per-token mask time without and with a precomputed cache, precompute time;
-  * llguidance on the same tokens (generic JSON, flexible whitespace) if it is installed,
-    and the ratios. xgrammar is not run: its wheel depends on torch.
+  * the peers on the same tokens in the same run, each skipped with a printed note when it is
+    not importable (`pip install .[bench]`, torch==2.13.0 first: xgrammar pulls torch):
+    llguidance (`LLTokenizer` from the same tokenizer.json) and xgrammar (a `TokenizerInfo` built from the token bytes of trgc's
+    `TokenTable`, `VocabType.RAW`, special tokens empty). For `json.trg` they run generic JSON
+    (llguidance: JSON Schema `{}`; xgrammar: its builtin JSON grammar), for the per-schema runs
+    the same schemas (llguidance: `grammar_from_json_schema`; xgrammar: `compile_json_schema`,
+    both with flexible whitespace, xgrammar with `strict_mode=False` so that undeclared
+    properties stay allowed as JSON Schema says). Masks go into the same int32 numpy buffer;
+    the p50 and p99 ratios trgc/peer are printed beside each other.
 
 Long-lived inputs (token tables, documents) are moved out of Python's cyclic GC with
 `gc.freeze()` after loading, as a server would; `--no-gc-freeze` shows the difference (full
@@ -31,6 +38,7 @@ Run: .venv/bin/python benchmarks/bench_masks.py [--docs 200] [--vocab llama3 qwe
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import gzip
 import json
@@ -170,6 +178,142 @@ def run_llguidance(raw_json: bytes, sequences) -> dict | None:
     }
 
 
+def xgrammar_tokenizer(table):
+    """(TokenizerInfo over trgc's exact token bytes, seconds), or None if xgrammar is absent."""
+    try:
+        import xgrammar
+    except ImportError:
+        return None
+    started = time.perf_counter()
+    vocab = [table.token_bytes(i) for i in range(table.vocab_size)]
+    info = xgrammar.TokenizerInfo(
+        vocab,
+        xgrammar.VocabType.RAW,
+        vocab_size=table.vocab_size,
+        stop_token_ids=list(table.eos_ids),
+    )
+    return info, time.perf_counter() - started
+
+
+def run_xgrammar(peer, table, sequences) -> dict | None:
+    """xgrammar's builtin JSON grammar, teacher-forced on the same token sequences."""
+    if peer is None:
+        return None
+    import xgrammar
+
+    info, tokenizer_seconds = peer
+    buffer = np.zeros((1, (table.vocab_size + 31) // 32), dtype=np.int32)
+    started = time.perf_counter()
+    compiled = xgrammar.GrammarCompiler(info, cache_enabled=False).compile_builtin_json_grammar()
+    xgrammar.GrammarMatcher(compiled).fill_next_token_bitmask(buffer, 0)
+    first = time.perf_counter() - started
+    times = []
+    for ids in sequences:
+        matcher = xgrammar.GrammarMatcher(compiled)
+        for token in ids:
+            start = time.perf_counter()
+            matcher.fill_next_token_bitmask(buffer, 0)
+            times.append(time.perf_counter() - start)
+            if not matcher.accept_token(token):
+                raise SystemExit("xgrammar refused a token of a corpus document")
+    return {
+        **stats(times),
+        "tokenizer_seconds": round(tokenizer_seconds, 3),
+        "first_mask_seconds": round(first, 4),
+    }
+
+
+def ratios(trgc_runs: dict, peer: dict) -> dict:
+    """trgc/peer for p50 and p99 of each trgc run (below 1: trgc is faster)."""
+    return {
+        label: {q: round(run[f"{q}_ms"] / max(peer[f"{q}_ms"], 1e-9), 3) for q in ("p50", "p99")}
+        for label, run in trgc_runs.items()
+    }
+
+
+def force_schemas(start, forced) -> dict:
+    """Teacher-force each (schema, ids) through a peer. `start(schema)` compiles and returns
+    the peer's own callables `(fill(buffer, index), accept(token) -> bool, reset())`, called
+    directly as trgc's `fill_bitmask` is. Schemas the peer refuses to compile, or documents it
+    refuses a token of, are counted and left out of the times."""
+    first_masks, times, refused = [], [], {"compile": 0, "token": 0}
+    buffer = None
+    for schema, ids, vocab_size in forced:
+        if buffer is None:
+            buffer = np.zeros((1, (vocab_size + 31) // 32), dtype=np.int32)
+        started = time.perf_counter()
+        try:
+            fill, accept, reset = start(schema)
+            fill(buffer, 0)
+        except Exception:  # a peer's own unsupported-schema errors, whatever their type
+            refused["compile"] += 1
+            continue
+        first_masks.append(time.perf_counter() - started)
+        reset()
+        doc_times = []
+        for token in ids:
+            begin = time.perf_counter()
+            fill(buffer, 0)
+            doc_times.append(time.perf_counter() - begin)
+            if not accept(token):
+                refused["token"] += 1
+                break
+        else:
+            times.extend(doc_times)
+    return {
+        "schemas": len(first_masks) - refused["token"],
+        "refused": refused,
+        "tokens": len(times),
+        "time_to_first_mask": stats(first_masks) if first_masks else None,
+        "masks": stats(times) if times else None,
+    }
+
+
+def _xgrammar_schema(compiler, schema):
+    import xgrammar
+
+    compiled = compiler.compile_json_schema(schema, any_whitespace=True, strict_mode=False)
+    matcher = xgrammar.GrammarMatcher(compiled)
+    return matcher.fill_next_token_bitmask, matcher.accept_token, matcher.reset
+
+
+def _llguidance_schema(tok, schema):
+    import llguidance
+    import llguidance.numpy as lnp
+
+    grammar = llguidance.LLMatcher.grammar_from_json_schema(
+        schema, defaults={"whitespace_flexible": True}
+    )
+    matcher = llguidance.LLMatcher(tok, grammar)
+    if matcher.is_error():
+        raise ValueError(matcher.get_error())
+    fill = functools.partial(lnp.fill_next_token_bitmask, matcher)
+    return fill, matcher.consume_token, matcher.reset
+
+
+def schema_peers(raw_json: bytes, xgr_peer, forced) -> dict:
+    """llguidance and xgrammar on the per-schema runs, where importable."""
+    out: dict = {}
+    try:
+        import llguidance
+    except ImportError:
+        out["llguidance"] = "not installed (pip install .[bench])"
+    else:
+        with tempfile.NamedTemporaryFile(suffix=".json") as handle:
+            handle.write(raw_json)
+            handle.flush()
+            tok = llguidance.LLTokenizer(handle.name)
+        out["llguidance"] = force_schemas(lambda s: _llguidance_schema(tok, s), forced)
+    if xgr_peer is None:
+        out["xgrammar"] = "not installed (pip install .[bench])"
+    else:
+        import xgrammar
+
+        compiler = xgrammar.GrammarCompiler(xgr_peer[0], cache_enabled=False)
+        out["xgrammar"] = force_schemas(lambda s: _xgrammar_schema(compiler, s), forced)
+    return out
+
+
 def load_schema_documents(subset: str, limit: int) -> list[tuple[dict, bytes]]:
     """(schema, instance serialised with json.dumps) for valid instances, one per schema."""
     pairs, seen = [], set()
@@ -187,15 +331,17 @@ def load_schema_documents(subset: str, limit: int) -> list[tuple[dict, bytes]]:
     return pairs
 
 
-def bench_schemas(name: str, pairs, raw_json: bytes, table) -> dict:
+def bench_schemas(pairs, raw_json: bytes, table) -> tuple[dict, list]:
     """One artifact per schema (`compile_schema`, json.dumps separators), each instance
-    teacher-forced once: almost every configuration is new, the cold case."""
+    teacher-forced once: almost every configuration is new, the cold case. Also returns the
+    (schema, token ids, vocab size) triples used, for the peers."""
     import trgc
     from trgc.engine.precompute import precompute
 
     compiled, first_masks, cold, warm, pre = [], [], [], [], []
     cache = trgc.MaskCache()  # one cache for the server, shared by every schema's matchers
     refused: dict[str, int] = {}
+    forced = []
     for schema, doc in pairs:
         try:
             started = time.perf_counter()
@@ -213,6 +359,7 @@ def bench_schemas(name: str, pairs, raw_json: bytes, table) -> dict:
         if not ids:
             continue
         compiled.append(art)
+        forced.append((schema, ids[0], table.vocab_size))
         buffer = np.zeros((1, (table.vocab_size + 31) // 32), dtype=np.int32)
         m.reset()
         for token in ids[0]:
@@ -229,7 +376,7 @@ def bench_schemas(name: str, pairs, raw_json: bytes, table) -> dict:
             m.fill_bitmask(buffer, 0)
             warm.append(time.perf_counter() - start)
             m.advance(token)
-    return {
+    result = {
         "schemas": len(compiled),
         "not_used": refused,
         "tokens": len(cold),
@@ -238,6 +385,7 @@ def bench_schemas(name: str, pairs, raw_json: bytes, table) -> dict:
         "precompute_seconds": stats(pre),
         "with_precompute": stats(warm),
     }
+    return result, forced
 
 
 def bench_vocab(name: str, docs: list[bytes], peers: bool, schema_pairs=(), gc_freeze=True) -> dict:
@@ -296,14 +444,16 @@ def bench_vocab(name: str, docs: list[bytes], peers: bool, schema_pairs=(), gc_f
         },
         "with_precompute": with_cache,
     }
+    xgr_peer = xgrammar_tokenizer(table) if peers else None
     if peers:
-        peer = run_llguidance(raw_json, sequences)
-        result["llguidance"] = peer or "not installed (pip install .[bench])"
-        if peer:
-            result["ratio_p50_vs_llguidance"] = {
-                "no_precompute": round(adaptive["p50_ms"] / max(peer["p50_ms"], 1e-9), 2),
-                "with_precompute": round(with_cache["p50_ms"] / max(peer["p50_ms"], 1e-9), 2),
-            }
+        trgc_runs = {"no_precompute": adaptive, "with_precompute": with_cache}
+        for peer_name, peer in (
+            ("llguidance", run_llguidance(raw_json, sequences)),
+            ("xgrammar", run_xgrammar(xgr_peer, table, sequences)),
+        ):
+            result[peer_name] = peer or "not installed (pip install .[bench])"
+            if peer:
+                result[f"ratio_vs_{peer_name}"] = ratios(trgc_runs, peer)
     counted = trgc.compile_grammar(COUNTED)
     started_pre = time.perf_counter()
     counted_masks = precompute(counted, table)
@@ -319,9 +469,24 @@ def bench_vocab(name: str, docs: list[bytes], peers: bool, schema_pairs=(), gc_f
             "file_bytes": path.stat().st_size,
         }
     if schema_pairs:
-        result["schemas"] = bench_schemas(name, schema_pairs, raw_json, table)
-    result["xgrammar"] = "not run: its wheel depends on torch"
+        result["schemas"], forced = bench_schemas(schema_pairs, raw_json, table)
+        if peers:
+            sch = result["schemas"]
+            sch["peers"] = schema_peers(raw_json, xgr_peer, forced)
+            trgc_runs = {
+                "no_precompute": sch["no_precompute"],
+                "with_precompute": sch["with_precompute"],
+            }
+            for peer_name, peer in sch["peers"].items():
+                if isinstance(peer, dict) and peer["masks"]:
+                    sch[f"ratio_vs_{peer_name}"] = ratios(trgc_runs, peer["masks"])
     return result
+
+
+def print_ratios(by_run: dict) -> str:
+    return "  ".join(
+        f"{label} p50 {r['p50']:.3f} p99 {r['p99']:.3f}" for label, r in by_run.items()
+    )
 
 
 def main() -> None:
@@ -329,7 +494,7 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=200, help="documents per vocabulary")
     parser.add_argument("--subset", default="Glaiveai2K", help="JSONSchemaBench instance subset")
     parser.add_argument("--vocab", nargs="+", default=list(VOCABS), choices=list(VOCABS))
-    parser.add_argument("--no-peers", action="store_true", help="skip llguidance")
+    parser.add_argument("--no-peers", action="store_true", help="skip llguidance and xgrammar")
     parser.add_argument(
         "--schemas", type=int, default=50, help="per-schema artifacts to run (0: none)"
     )
@@ -379,14 +544,15 @@ def main() -> None:
         print(
             f"  counted repetition: precompute {c['seconds']:.2f} s, {c['states']} states, {c['distinct_masks']} distinct masks, {c['mask_bytes']:,} bytes, file {c['file_bytes']:,} bytes"
         )
-        peer = r.get("llguidance")
-        if isinstance(peer, dict):
-            print(
-                f"  llguidance       mean {peer['mean_ms']:.4f}  p50 {peer['p50_ms']:.4f}  p99 {peer['p99_ms']:.4f}  max {peer['max_ms']:.3f} ms  (first mask {peer['first_mask_seconds'] * 1e3:.1f} ms after a {peer['tokenizer_seconds']:.2f} s tokenizer load)"
-            )
-            print(f"  p50 ratio trgc/llguidance: {r['ratio_p50_vs_llguidance']}")
-        elif peer:
-            print(f"  llguidance: {peer}")
+        for peer_name in ("llguidance", "xgrammar"):
+            peer = r.get(peer_name)
+            if isinstance(peer, dict):
+                print(
+                    f"  {peer_name:16} mean {peer['mean_ms']:.4f}  p50 {peer['p50_ms']:.4f}  p99 {peer['p99_ms']:.4f}  max {peer['max_ms']:.3f} ms  (first mask {peer['first_mask_seconds'] * 1e3:.1f} ms after a {peer['tokenizer_seconds']:.2f} s tokenizer load)"
+                )
+                print(f"    ratio trgc/{peer_name}: {print_ratios(r[f'ratio_vs_{peer_name}'])}")
+            elif peer:
+                print(f"  {peer_name}: {peer}")
         sch = r.get("schemas")
         if sch:
             print(
@@ -404,7 +570,23 @@ def main() -> None:
                 print(
                     f"    {label:20} mean {x['mean_ms'] * scale:.4f}  p50 {x['p50_ms'] * scale:.4f}  p99 {x['p99_ms'] * scale:.4f}  max {x['max_ms'] * scale:.3f} {unit}"
                 )
-        print(f"  xgrammar: {r['xgrammar']}")
+            for peer_name, peer in sch.get("peers", {}).items():
+                if not isinstance(peer, dict):
+                    print(f"    {peer_name}: {peer}")
+                    continue
+                print(
+                    f"    {peer_name}: {peer['schemas']} schemas, {peer['tokens']} tokens, refused {peer['refused']}"
+                )
+                for label in ("time_to_first_mask", "masks"):
+                    x = peer[label]
+                    if x:
+                        print(
+                            f"      {label:18} mean {x['mean_ms']:.4f}  p50 {x['p50_ms']:.4f}  p99 {x['p99_ms']:.4f}  max {x['max_ms']:.3f} ms"
+                        )
+                if f"ratio_vs_{peer_name}" in sch:
+                    print(
+                        f"      ratio trgc/{peer_name}: {print_ratios(sch[f'ratio_vs_{peer_name}'])}"
+                    )
     sys.stdout.flush()
 
 

@@ -11,6 +11,7 @@ import zstandard
 from engine_fixtures import json_like, regular, structural_table, tool_call
 from trgc.engine import reference, trm
 from trgc.engine.binding import bind
+from trgc.engine.bits import unpack
 from trgc.engine.config import START, step_bytes
 from trgc.engine.matcher import Matcher
 from trgc.engine.precompute import FrameMasks, combine, precompute
@@ -44,6 +45,39 @@ def test_precomputed_masks_equal_reference(make):
         m._history = [config]
         expected = reference.allowed_mask(bind(art, TOK), config)
         assert (m.allowed_tokens() == expected).all(), config
+
+
+@pytest.mark.parametrize("make", [json_like, tool_call, regular])
+def test_direct_rows_are_the_whole_mask_exactly(make):
+    """Where `DirectRows` hands out the precomputed row itself, it equals the reference mask
+    (EOS and special tokens included), and `fill_bitmask` writes it unchanged."""
+    art = make()
+    masks = precompute(art, TOK)
+    b = bind(art, TOK)
+    used = 0
+    buffer = np.zeros((2, b.n_words), dtype=np.int32)
+    walker, rng, configs = Matcher(art, TOK), np.random.default_rng(5), []
+    for _ in range(120):  # every kind of token (special ones too), restarting at EOS
+        allowed = np.flatnonzero(reference.allowed_mask(b, walker.config))
+        token = int(rng.choice(allowed)) if allowed.size else int(b.eos_ids[0])
+        if token in b.eos_ids.tolist():
+            walker.reset()
+        else:
+            walker.advance(token)
+        configs.append(walker.config)
+    for config in configs:
+        m = Matcher(art, TOK, precomputed=masks)
+        m._history = [config]
+        words = m._words()
+        expected = reference.allowed_mask(b, config)
+        assert (unpack(words, b.vocab_size) == expected).all(), config
+        row = m._direct.row[config[-1]]
+        if row is not None and words is row:
+            used += 1
+            assert not b.tables.accepting[config[-1]] and not words.flags.writeable
+        m.fill_bitmask(buffer, 1)
+        assert (unpack(buffer[1].view(np.uint32), b.vocab_size) == expected).all()
+    assert used  # the fast path ran
 
 
 def test_precompute_near_depth_limit_falls_back_exactly():

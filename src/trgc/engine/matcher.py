@@ -4,11 +4,14 @@ A matcher holds a history of configurations (for `rollback`) and per-matcher scr
 the binding of artifact and tokenizer is immutable and shared, caches are passed in explicitly.
 So matchers are thread-compatible: one thread per matcher, no hidden global state.
 
-Masks come from the in-memory `MaskCache` (whole configuration) or are assembled from the
-`FrameEntry` of the top state (what that state decides on its own, from a precomputed
-`FrameMasks` or computed on first use and kept in the same cache) plus a check of the
-context-dependent remainder against the live stack; near `max_depth` a full trie walk.
-`last_source` says which: "cache", "frame" (entry reused) or "walk" (a trie walk ran).
+With a precomputed `FrameMasks`, a configuration whose top state decides the whole mask on
+its own (`DirectRows`: no open roots to check, no EOS or special token possible, stack room
+enough) gets the precomputed row itself: no copy, no cache entry. Otherwise masks come from
+the in-memory `MaskCache` (whole configuration) or are assembled from the `FrameEntry` of the
+top state (what that state decides on its own, from the `FrameMasks` or computed on first use
+and kept in the same cache) plus a check of the context-dependent remainder against the live
+stack; near `max_depth` a full trie walk. `last_source` says which: "cache", "frame" (entry
+reused, precomputed row included) or "walk" (a trie walk ran).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import numpy as np
 
 from trgc.artifact.model import Artifact
 from trgc.engine.binding import bind
-from trgc.engine.bits import n_words, unpack
+from trgc.engine.bits import unpack
 from trgc.engine.cache import MaskCache
 from trgc.engine.config import (
     START,
@@ -60,6 +63,10 @@ class Matcher:
         if precomputed is not None:
             precomputed.require(self._binding)
         self._precomputed = precomputed
+        self._direct = None if precomputed is None else precomputed.direct(self._binding)
+        self._n_words = self._binding.n_words
+        self._view_of: np.ndarray | None = None  # the words `_view` is the int32 view of
+        self._view: np.ndarray | None = None
         self._scratch = Scratch(self._binding)
         self._history: list[Config | None] = [START]
         self.last_source = ""  # where the last mask came from: cache, frame or walk
@@ -115,7 +122,18 @@ class Matcher:
         return entry
 
     def _words(self) -> np.ndarray:
-        config = self.config
+        config = self._history[-1]
+        direct = self._direct
+        if direct is not None and config is not None:
+            g = config[-1]
+            row = direct.row[g]
+            if (
+                row is not None
+                and len(config) - 1 + direct.height[g] <= direct.max_depth
+                and (direct.closed[g] or len(config) == 1)
+            ):
+                self.last_source = "frame"
+                return row
         binding = self._binding
         key = (*binding.key, config)
         words = self._cache.get(key)
@@ -145,24 +163,25 @@ class Matcher:
     def fill_bitmask(self, buffer: np.ndarray, index: int = 0) -> None:
         """Write the packed mask into row `index` of a caller's int32 `(batch, ceil(V/32))`
         buffer, without allocating."""
-        expected = n_words(self.vocab_size)
+        expected = self._n_words
         if not isinstance(buffer, np.ndarray):
             raise TrgcError(
                 "E_BITMASK_BUFFER", f"expected a numpy array, got {type(buffer).__name__}"
             )
         if buffer.dtype != np.int32:
             raise TrgcError("E_BITMASK_BUFFER", f"expected dtype int32, got {buffer.dtype}")
-        if buffer.ndim != 2 or buffer.shape[1] != expected:
-            raise TrgcError(
-                "E_BITMASK_BUFFER", f"expected shape (batch, {expected}), got {buffer.shape}"
-            )
-        if not buffer.flags.c_contiguous or not buffer.flags.writeable:
+        shape = buffer.shape
+        if len(shape) != 2 or shape[1] != expected:
+            raise TrgcError("E_BITMASK_BUFFER", f"expected shape (batch, {expected}), got {shape}")
+        flags = buffer.flags
+        if not flags.c_contiguous or not flags.writeable:
             raise TrgcError("E_BITMASK_BUFFER", "expected a writeable C-contiguous buffer")
-        if not 0 <= index < buffer.shape[0]:
-            raise TrgcError(
-                "E_BITMASK_BUFFER", f"expected index in [0, {buffer.shape[0]}), got {index}"
-            )
-        np.copyto(buffer[index], self._words().view(np.int32))
+        if not 0 <= index < shape[0]:
+            raise TrgcError("E_BITMASK_BUFFER", f"expected index in [0, {shape[0]}), got {index}")
+        words = self._words()
+        if words is not self._view_of:  # consecutive masks are often the same array
+            self._view_of, self._view = words, words.view(np.int32)
+        buffer[index] = self._view
 
     def is_allowed(self, token_id: int) -> bool:
         """Whether `token_id` may be advanced now (without computing the whole mask)."""

@@ -178,6 +178,45 @@ class FrameMasks:
         roots = self.open_roots[self.open_start[g] : self.open_start[g + 1]]
         return FrameEntry(self.masks[self.accept_id[g]], roots, int(self.height[g]))
 
+    def direct(self, binding: Binding) -> DirectRows:
+        """The `DirectRows` of these masks over `binding` (after `require`)."""
+        tables = binding.tables
+        specials = binding.special_syms.tolist()
+        acts = tables.next[:, specials] if specials else np.full((self.n_states, 0), -1)
+        plain = ~tables.accepting & (acts == -1).all(axis=1)
+        rows = []
+        for i in range(self.masks.shape[0]):
+            row = self.masks[i]  # a view: the file's table is never copied
+            row.flags.writeable = False
+            rows.append(row)
+        ids = self.accept_id.tolist()
+        return DirectRows(
+            row=[rows[i] if ok else None for i, ok in zip(ids, plain.tolist(), strict=True)],
+            height=self.height.tolist(),
+            closed=(self.open_start[1:] == self.open_start[:-1]).tolist(),
+            max_depth=tables.max_depth,
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class DirectRows:
+    """When a state's precomputed accept set alone is the whole mask (Python lists, indexed
+    by global state, for the matcher's hot path).
+
+    At a configuration `c` with top `g` and depth `D` that a matcher reached (so `c[:-1]` is
+    viable: `step` only returns viable configurations), `combine` yields `accept[g]`
+    unchanged when `D - 1 + height[g] <= max_depth` and no open root is walked (`g` has none,
+    or `D == 1`: nothing lies below to return into); `add_symbol_tokens` adds nothing when
+    `g` is not accepting (then neither is `c`, so no EOS) and no special symbol has an action
+    at `g` (a non-accepting top without an action rejects the symbol; it cannot pop). `row[g]`
+    is that accept set (a read-only view of `FrameMasks.masks`) when the last two hold, else
+    None."""
+
+    row: list[np.ndarray | None]
+    height: list[int]
+    closed: list[bool]  # no open roots
+    max_depth: int
+
 
 def precompute(
     artifact: Artifact,

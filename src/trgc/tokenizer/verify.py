@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import importlib.metadata
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -169,7 +170,9 @@ def _need(package: str):
         ) from None
 
 
-class _Adapter:
+class _Adapter(ABC):
+    """An independent implementation that encodes probe text into token ids."""
+
     name = ""
     checked = 0
 
@@ -177,8 +180,9 @@ class _Adapter:
         self.src = src
         self.table = table
 
+    @abstractmethod
     def encode(self, text: str) -> list[int]:
-        raise NotImplementedError
+        """The ids the independent implementation gives `text`."""
 
     def expected(self, text: str) -> bytes:
         return text.encode("utf-8")

@@ -286,3 +286,14 @@ def test_ctrl_c_writes_cancellation_record(tmp_path):
     assert end["stop"] == "cancelled" and end["completed"] is False and end["accepting"] is True
     assert bytes.fromhex(end["partial_hex"]) == b"a" * end["output_bytes"] and end["steps"] > 1
     assert invoke("replay", trace).exit_code == 0
+
+
+def test_generate_refuses_a_missing_trace_directory_before_generating(tmp_path):
+    trace = tmp_path / "absent" / "run.jsonl"
+    result = invoke(
+        "generate", str(ARTIFACT), "--tokenizer", str(TOKENIZER), "--trace", str(trace), "--json"
+    )
+    assert result.exit_code == 2 and result.stdout == ""
+    error = json.loads(result.stderr)["error"]
+    assert error["code"] == "E_IO" and error["source"] == str(trace)
+    assert not trace.parent.exists()

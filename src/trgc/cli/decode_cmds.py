@@ -200,7 +200,22 @@ def generate_command(
             sys.stdout.write(text)
             sys.stdout.flush()
 
+    if trace is not None and not trace.parent.is_dir():
+        raise TrgcError(
+            "E_IO",
+            "the trace's directory does not exist",
+            source=str(trace),
+            hint="create it first; nothing was generated",
+        )
     interrupted = threading.Event()
+    run = {
+        "settings": settings,
+        "seed": seed,
+        "max_tokens": max_tokens,
+        "trace_path": trace,
+        "on_bytes": None if as_json else show,
+        "cancelled": interrupted.is_set,
+    }
     previous = None
     if threading.current_thread() is threading.main_thread():
         previous = signal.signal(signal.SIGINT, lambda signum, frame: interrupted.set())
@@ -213,17 +228,7 @@ def generate_command(
             os.environ.setdefault("TQDM_DISABLE", "1")  # model loaders' progress bars
 
             result = generate_with_model(
-                artifact_path,
-                model,
-                prompt,
-                system=system,
-                tokenizer_path=tokenizer_path,
-                settings=settings,
-                seed=seed,
-                max_tokens=max_tokens,
-                trace_path=trace,
-                on_bytes=None if as_json else show,
-                cancelled=interrupted.is_set,
+                artifact_path, model, prompt, system=system, tokenizer_path=tokenizer_path, **run
             )
         else:
             if tokenizer_path is None or prompt is not None or system is not None:
@@ -231,15 +236,7 @@ def generate_command(
                     "E_USAGE", "without --model, give --tokenizer (and no --prompt/--system)"
                 )
             result = generate_file(
-                artifact_path,
-                tokenizer_path,
-                logits=logits or "random:0",
-                settings=settings,
-                seed=seed,
-                max_tokens=max_tokens,
-                trace_path=trace,
-                on_bytes=None if as_json else show,
-                cancelled=interrupted.is_set,
+                artifact_path, tokenizer_path, logits=logits or "random:0", **run
             )
     finally:
         if previous is not None:

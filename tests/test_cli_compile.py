@@ -359,3 +359,13 @@ def test_ignore_keyword_is_recorded_in_the_artifact(tmp_path):
     accepted = run("compile", str(schema), "--ignore-keyword", "_format", "-o", str(out))
     assert accepted.exit_code == 0, accepted.output
     assert load_artifact(out).metadata["options"]["ignore_keywords"] == ["_format"]
+
+
+def test_check_input_is_bounded_by_the_input_bytes_limit(compiled, tmp_path):
+    data = tmp_path / "big.txt"
+    data.write_bytes(b"[" + b"1," * 40 + b"1]")
+    over = run("check", str(compiled), str(data), "--limit", "input_bytes=64")
+    assert over.exit_code == 3 and "E_LIMIT_INPUT_BYTES" in over.stderr
+    piped = run("check", str(compiled), "-", "--limit", "input_bytes=64", input=data.read_bytes())
+    assert piped.exit_code == 3 and "E_LIMIT_INPUT_BYTES" in piped.stderr
+    assert run("check", str(compiled), str(data), "--limit", "input_bytes=83").exit_code == 0

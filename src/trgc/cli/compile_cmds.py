@@ -33,12 +33,25 @@ LimitsFileOption = Annotated[
 ]
 
 
-def _read_input(path: str) -> bytes:
-    from trgc.atomic import read_bytes
+def _read_input(path: str, max_bytes: int) -> bytes:
+    """The bytes of a file or of standard input (`-`), refusing more than `max_bytes`
+    (`E_LIMIT_INPUT_BYTES`) without reading past the limit."""
+    from trgc.errors import TrgcError
+    from trgc.limits import check_limit
 
-    if path == "-":
-        return sys.stdin.buffer.read()
-    return read_bytes(path)
+    try:
+        if path == "-":
+            data = sys.stdin.buffer.read(max_bytes + 1)
+        else:
+            with open(path, "rb") as handle:
+                data = handle.read(max_bytes + 1)
+    except OSError as exc:
+        raise TrgcError("E_IO", f"cannot read: {exc.strerror}", source=path) from None
+    if len(data) > max_bytes:
+        check_limit(
+            "input_bytes", len(data), max_bytes, f"{'standard input' if path == '-' else path}"
+        )
+    return data
 
 
 @reporting_errors
@@ -106,7 +119,7 @@ def compile_command(
     from trgc.limits import resolve_limits
 
     limits = resolve_limits(limit, limits_file)
-    data = _read_input(src)
+    data = _read_input(src, limits.input_bytes)
     artifact = compile_source(
         data,
         source="<stdin>" if src == "-" else src,
@@ -329,6 +342,8 @@ def check_command(
             help="Accept any input that can still be completed to a member (a viable prefix).",
         ),
     ] = False,
+    limit: LimitOption = None,
+    limits_file: LimitsFileOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Check whether a file's exact bytes belong to the artifact's language.
@@ -340,9 +355,11 @@ def check_command(
     """
     from trgc.artifact.check import check, describe_bytes
     from trgc.artifact.codec import load_artifact
+    from trgc.limits import resolve_limits
 
+    limits = resolve_limits(limit, limits_file)
     artifact = load_artifact(artifact_path)
-    data = _read_input(input_path)
+    data = _read_input(input_path, limits.input_bytes)
     result = check(artifact, data, prefix=prefix)
     if as_json:
         document = result.to_dict()

@@ -211,3 +211,13 @@ def test_sidecar_decompression_is_bounded(tmp_path):
     with pytest.raises(TrgcError) as info:
         read_sidecar(path, hashlib.sha256(bomb).hexdigest(), max_payload=payload_size([3]))
     assert info.value.code == "E_SIDECAR_FORMAT" and "more than" in info.value.message
+
+
+def test_trace_reading_is_bounded(tmp_path, monkeypatch):
+    import trgc.decode.trace as trace_module
+
+    path = make_trace(tmp_path)
+    monkeypatch.setattr(trace_module, "MAX_TRACE_BYTES", path.stat().st_size - 1)
+    with pytest.raises(TrgcError) as info:
+        read_trace(path)
+    assert info.value.code == "E_LIMIT_INPUT_BYTES"

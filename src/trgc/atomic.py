@@ -42,9 +42,19 @@ def atomic_write(path: Path | str, data: bytes) -> None:
         raise
 
 
-def read_bytes(path: Path | str) -> bytes:
-    """Read a whole file, turning OS errors into `E_IO` naming the file."""
+def read_bytes(path: Path | str, max_bytes: int | None = None) -> bytes:
+    """Read a whole file, turning OS errors into `E_IO` naming the file. With `max_bytes`, read
+    at most one byte more and refuse a larger file with `E_LIMIT_INPUT_BYTES` (exit 3)."""
     try:
-        return Path(path).read_bytes()
+        with open(path, "rb") as handle:
+            data = handle.read() if max_bytes is None else handle.read(max_bytes + 1)
     except OSError as exc:
         raise TrgcError("E_IO", f"cannot read: {exc.strerror}", source=str(path)) from None
+    if max_bytes is not None and len(data) > max_bytes:
+        raise TrgcError(
+            "E_LIMIT_INPUT_BYTES",
+            f"the input is larger than the input_bytes limit of {max_bytes:,} bytes",
+            source=str(path),
+            hint="raise it with --limit input_bytes=N if this is intended",
+        )
+    return data

@@ -36,20 +36,17 @@ LimitsFileOption = Annotated[
 def _read_input(path: str, max_bytes: int) -> bytes:
     """The bytes of a file or of standard input (`-`), refusing more than `max_bytes`
     (`E_LIMIT_INPUT_BYTES`) without reading past the limit."""
+    from trgc.atomic import read_bytes
     from trgc.errors import TrgcError
-    from trgc.limits import check_limit
 
-    try:
-        if path == "-":
-            data = sys.stdin.buffer.read(max_bytes + 1)
-        else:
-            with open(path, "rb") as handle:
-                data = handle.read(max_bytes + 1)
-    except OSError as exc:
-        raise TrgcError("E_IO", f"cannot read: {exc.strerror}", source=path) from None
+    if path != "-":
+        return read_bytes(path, max_bytes)
+    data = sys.stdin.buffer.read(max_bytes + 1)
     if len(data) > max_bytes:
-        check_limit(
-            "input_bytes", len(data), max_bytes, f"{'standard input' if path == '-' else path}"
+        raise TrgcError(
+            "E_LIMIT_INPUT_BYTES",
+            f"standard input holds more than the input_bytes limit of {max_bytes:,} bytes",
+            hint="raise it with --limit input_bytes=N if this is intended",
         )
     return data
 

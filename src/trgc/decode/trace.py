@@ -19,6 +19,8 @@ from trgc.atomic import atomic_write, read_bytes
 from trgc.errors import Span, TrgcError
 
 PROTOCOL = "trgc-trace-1"
+# A trace is read whole; this ceiling (about a million steps) keeps that bounded.
+MAX_TRACE_BYTES = 256 * 1024 * 1024
 
 
 def _int(v) -> bool:
@@ -291,7 +293,7 @@ def _refuse_constant(name: str):
 
 
 def read_trace(path: Path | str) -> Trace:
-    trace = parse_trace(read_bytes(path), source=str(path))
+    trace = parse_trace(read_bytes(path, MAX_TRACE_BYTES), source=str(path))
     trace.path = Path(path)
     return trace
 

@@ -12,11 +12,13 @@ import json
 import sys
 import traceback
 from collections.abc import Callable
-from typing import Any, TypeVar
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
 
 import typer
 
 from trgc.errors import EXIT_INTERNAL, TrgcError
+from trgc.limits import LIMIT_NAMES
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -42,11 +44,15 @@ def print_json(document: object) -> None:
 def report_error(error: TrgcError, as_json: bool) -> None:
     """Write one diagnostic for `error` on stderr: code, position, message, hint."""
     if as_json:
-        sys.stderr.write(json.dumps({"error": error.to_dict()}, sort_keys=True, ensure_ascii=False) + "\n")
+        sys.stderr.write(
+            json.dumps({"error": error.to_dict()}, sort_keys=True, ensure_ascii=False) + "\n"
+        )
         return
     console = stderr_console()
     where = error.location()
-    console.print(f"[bold red]error[/] [bold]{error.code}[/]" + (f" at {where}" if where else ""), markup=True)
+    console.print(
+        f"[bold red]error[/] [bold]{error.code}[/]" + (f" at {where}" if where else ""), markup=True
+    )
     console.print(f"  {error.message}", markup=False)
     if error.hint:
         console.print(f"  hint: {error.hint}", markup=False)
@@ -67,7 +73,11 @@ def reporting_errors(func: F) -> F:
             raise
         except Exception as exc:  # an internal bug: say so, with the traceback for a report
             traceback.print_exc(file=sys.stderr)
-            error = TrgcError("E_INTERNAL", f"internal error: {type(exc).__name__}: {exc}", hint="please report this with the input that caused it")
+            error = TrgcError(
+                "E_INTERNAL",
+                f"internal error: {type(exc).__name__}: {exc}",
+                hint="please report this with the input that caused it",
+            )
             report_error(error, as_json)
             raise typer.Exit(EXIT_INTERNAL) from None
 
@@ -75,3 +85,24 @@ def reporting_errors(func: F) -> F:
 
 
 JSON_OPTION_HELP = "Print one machine-readable JSON document on stdout instead of a table."
+
+# The options several commands share, defined once so that their spelling and help agree.
+JsonOption = Annotated[bool, typer.Option("--json", help=JSON_OPTION_HELP)]
+LimitOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--limit",
+        metavar="NAME=VALUE",
+        help="Override one limit, e.g. --limit states=100000 (repeatable). Known names: "
+        + ", ".join(LIMIT_NAMES)
+        + ". Applied after --limits-file.",
+    ),
+]
+LimitsFileOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--limits-file",
+        metavar="FILE",
+        help="TOML file with a [limits] table of NAME = VALUE overrides.",
+    ),
+]

@@ -9,28 +9,15 @@ from typing import Annotated
 
 import typer
 
-from trgc.cli.common import JSON_OPTION_HELP, print_json, reporting_errors, stdout_console
+from trgc.cli.common import (
+    JsonOption,
+    LimitOption,
+    LimitsFileOption,
+    print_json,
+    reporting_errors,
+    stdout_console,
+)
 from trgc.errors import EXIT_DIFFERENT, EXIT_OK
-
-JsonOption = Annotated[bool, typer.Option("--json", help=JSON_OPTION_HELP)]
-LimitOption = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--limit",
-        metavar="NAME=VALUE",
-        help="Override one compile limit, e.g. --limit states=100000 (repeatable). "
-        "Known names: input_bytes, states, transitions, compiled_bytes, operations, repetition, "
-        "max_depth, nesting. Applied after --limits-file.",
-    ),
-]
-LimitsFileOption = Annotated[
-    Path | None,
-    typer.Option(
-        "--limits-file",
-        metavar="FILE",
-        help="TOML file with a [limits] table of NAME = VALUE overrides.",
-    ),
-]
 
 
 def _read_input(path: str, max_bytes: int) -> bytes:

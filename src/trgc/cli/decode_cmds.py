@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 
 from trgc.cli.common import (
-    JSON_OPTION_HELP,
+    JsonOption,
     print_json,
     reporting_errors,
     stderr_console,
@@ -167,7 +167,7 @@ def generate_command(
             help="Write a trace (JSONL) here, and its logits sidecar beside it as FILE.logits.zst.",
         ),
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help=JSON_OPTION_HELP)] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Generate under a compiled constraint with the normative sampler, streaming only complete
     UTF-8 scalars to stdout. Logits come from a stand-in (--logits) or a real model (--model
@@ -291,7 +291,7 @@ def replay_command(
             help="Tokenizer to replay against (default: the path in the trace header, relative to the trace).",
         ),
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help=JSON_OPTION_HELP)] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Recompute every mask and every draw of a trace from artifact, tokenizer, logits sidecar
     and the recorded RNG seed, and compare every field. Exit 0 when identical; exit 1 printing
@@ -319,7 +319,7 @@ def stats_command(
     traces: Annotated[
         list[Path], typer.Argument(metavar="TRACE...", help="One or more traces (JSONL).")
     ],
-    as_json: Annotated[bool, typer.Option("--json", help=JSON_OPTION_HELP)] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Aggregate traces into distributions (allowed-set size, mask and sampling time, chosen
     rank, intervention metric I), the cache hit rate and stop-reason counts. The result never

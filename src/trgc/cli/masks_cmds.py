@@ -10,7 +10,9 @@ from typing import Annotated
 import typer
 
 from trgc.cli.common import (
-    JSON_OPTION_HELP,
+    JsonOption,
+    LimitOption,
+    LimitsFileOption,
     print_json,
     reporting_errors,
     stderr_console,
@@ -44,19 +46,9 @@ def precompute_command(
         Path,
         typer.Option("--output", "-o", metavar="FILE", help="The .trm cache file to write."),
     ],
-    limit: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--limit",
-            metavar="NAME=VALUE",
-            help="Override a limit, NAME=VALUE (repeatable); cache_bytes bounds the masks.",
-        ),
-    ] = None,
-    limits_file: Annotated[
-        Path | None,
-        typer.Option("--limits-file", metavar="FILE", help="TOML file with a [limits] table."),
-    ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help=JSON_OPTION_HELP)] = False,
+    limit: LimitOption = None,
+    limits_file: LimitsFileOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Precompute, for every state of every machine, the tokens accepted and rejected without
     leaving the frame (the whole mask for a regular grammar) and the context-dependent

@@ -9,7 +9,12 @@ from typing import Annotated
 
 import typer
 
-from trgc.cli.common import JSON_OPTION_HELP, print_json, reporting_errors, stderr_console
+from trgc.cli.common import (
+    JsonOption,
+    print_json,
+    reporting_errors,
+    stderr_console,
+)
 
 
 @reporting_errors
@@ -65,7 +70,7 @@ def quality_command(
     no_plot: Annotated[
         bool, typer.Option("--no-plot", help="Skip the PNG plot (no matplotlib needed).")
     ] = False,
-    as_json: Annotated[bool, typer.Option("--json", help=JSON_OPTION_HELP)] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Run the quality experiment: every task under the unconstrained, grammar-constrained and
     tool (tinycalc) arms, decoded by trgc's normative sampler from the model's logits. Reports

@@ -7,7 +7,14 @@ from typing import Annotated
 
 import typer
 
-from trgc.cli.common import JSON_OPTION_HELP, print_json, reporting_errors, stdout_console
+from trgc.cli.common import (
+    JsonOption,
+    LimitOption,
+    LimitsFileOption,
+    print_json,
+    reporting_errors,
+    stdout_console,
+)
 from trgc.errors import EXIT_DIFFERENT
 
 
@@ -31,17 +38,9 @@ def lock_command(
             help="Where to write NAME.trga files (default: beside the lock).",
         ),
     ] = None,
-    limit: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--limit", metavar="NAME=VALUE", help="Override a limit, NAME=VALUE (repeatable)."
-        ),
-    ] = None,
-    limits_file: Annotated[
-        Path | None,
-        typer.Option("--limits-file", metavar="FILE", help="TOML file with a [limits] table."),
-    ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help=JSON_OPTION_HELP)] = False,
+    limit: LimitOption = None,
+    limits_file: LimitsFileOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Compile every source, write its artifact and pin name -> source hash, artifact hash,
     compiler and limits in a lock file. Nothing is written unless every source compiles."""
@@ -73,7 +72,7 @@ def verify_command(
     lock_path: Annotated[
         Path, typer.Option("--lock", metavar="FILE", help="The lock file to verify.")
     ] = Path("trgc.lock"),
-    as_json: Annotated[bool, typer.Option("--json", help=JSON_OPTION_HELP)] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Recompile every locked source and compare hashes with the lock and the committed
     artifacts. Exit 0 when everything matches, 1 listing every added, removed and changed entry."""

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from trgc.cli.common import (
-    JSON_OPTION_HELP,
+    JsonOption,
     print_json,
     reporting_errors,
     stderr_console,
@@ -18,7 +18,6 @@ from trgc.cli.common import (
 )
 from trgc.errors import EXIT_DIFFERENT
 
-JsonOption = Annotated[bool, typer.Option("--json", help=JSON_OPTION_HELP)]
 SeparatorsOption = Annotated[
     str,
     typer.Option(

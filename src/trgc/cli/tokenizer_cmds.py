@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from trgc.cli.common import (
-    JSON_OPTION_HELP,
+    JsonOption,
     print_json,
     reporting_errors,
     stderr_console,
@@ -66,7 +66,7 @@ def build_command(
     specials: Annotated[
         Path | None, typer.Option("--specials", metavar="FILE", help=SPECIALS_HELP)
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help=JSON_OPTION_HELP)] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Build the token-byte table of a tokenizer and print its sha256 identity.
 
@@ -121,7 +121,7 @@ def inspect_command(
     specials: Annotated[
         Path | None, typer.Option("--specials", metavar="FILE", help=SPECIALS_HELP)
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help=JSON_OPTION_HELP)] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Show a token table: identity, counts by kind, special tokens, EOS ids, trie statistics
     (nodes, max depth, branching) and the reports (duplicates, non-UTF-8 tokens, empty tokens)."""
@@ -214,7 +214,7 @@ def verify_command(
     specials: Annotated[
         Path | None, typer.Option("--specials", metavar="FILE", help=SPECIALS_HELP)
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help=JSON_OPTION_HELP)] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Check the token table against an independent implementation (tokenizers, tiktoken or
     sentencepiece reading the original files): encode every probe document, concatenate the

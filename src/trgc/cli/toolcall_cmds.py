@@ -10,27 +10,15 @@ from typing import Annotated
 
 import typer
 
-from trgc.cli.common import JSON_OPTION_HELP, print_json, reporting_errors, stdout_console
+from trgc.cli.common import (
+    JsonOption,
+    LimitOption,
+    LimitsFileOption,
+    print_json,
+    reporting_errors,
+    stdout_console,
+)
 from trgc.errors import EXIT_DIFFERENT, TrgcError
-
-JsonOption = Annotated[bool, typer.Option("--json", help=JSON_OPTION_HELP)]
-LimitOption = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--limit",
-        metavar="NAME=VALUE",
-        help="Override one compile limit, e.g. --limit states=200000 (repeatable); every tool's "
-        "argument automaton adds to the one envelope automaton. Applied after --limits-file.",
-    ),
-]
-LimitsFileOption = Annotated[
-    Path | None,
-    typer.Option(
-        "--limits-file",
-        metavar="FILE",
-        help="TOML file with a [limits] table of NAME = VALUE overrides.",
-    ),
-]
 
 
 @reporting_errors

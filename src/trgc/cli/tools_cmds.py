@@ -9,7 +9,12 @@ from typing import Annotated
 
 import typer
 
-from trgc.cli.common import JSON_OPTION_HELP, print_json, reporting_errors, stdout_console
+from trgc.cli.common import (
+    JsonOption,
+    print_json,
+    reporting_errors,
+    stdout_console,
+)
 from trgc.errors import exit_status
 
 
@@ -82,7 +87,7 @@ def tool_run_command(
             help="A tinyrust-tool-1 request (JSON file; '-' reads stdin).",
         ),
     ],
-    as_json: Annotated[bool, typer.Option("--json", help=JSON_OPTION_HELP)] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Validate a tinyrust-tool-1 request against the compiled tool registry, run the tool
     under its operation budget and print the result record and the reinsertion record.
@@ -117,7 +122,7 @@ def tool_run_command(
 
 @reporting_errors
 def tool_list_command(
-    as_json: Annotated[bool, typer.Option("--json", help=JSON_OPTION_HELP)] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """List the tools compiled into trgc: name@version, capability, authority class, schema
     hashes (the values a request's `schemas` block must carry) and limit ceilings."""
@@ -168,7 +173,7 @@ def evidence_check_command(
             help="A source document; evidence spans name it by the SHA-256 of its bytes (repeatable).",
         ),
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help=JSON_OPTION_HELP)] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Validate an extraction result against its evidence: spans are byte ranges of the
     named sources, `quoted_sha256` must match those bytes, the listed transform of the quote

@@ -72,3 +72,20 @@ def contains(ranges: Ranges, cp: int) -> bool:
         else:
             return True
     return False
+
+
+def subtract(ranges, remove) -> Ranges:
+    """`ranges` minus the scalars in `remove` (both lists of inclusive ranges)."""
+    result = list(normalize(ranges))
+    for rlo, rhi in normalize(remove):
+        nxt = []
+        for lo, hi in result:
+            if rhi < lo or rlo > hi:
+                nxt.append((lo, hi))
+                continue
+            if lo < rlo:
+                nxt.append((lo, rlo - 1))
+            if hi > rhi:
+                nxt.append((rhi + 1, hi))
+        result = nxt
+    return tuple(result)

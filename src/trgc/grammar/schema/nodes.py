@@ -8,6 +8,7 @@ line 0 / column 0; the JSON pointer of their origin is kept on the rules instead
 from __future__ import annotations
 
 from trgc.grammar.ast import Grammar, Kind
+from trgc.grammar.charclass import normalize
 
 
 class Builder:
@@ -29,7 +30,7 @@ class Builder:
 
     def cls(self, ranges: list[tuple[int, int]] | tuple[tuple[int, int], ...]) -> int:
         """A class over Unicode scalars; ranges are normalised (sorted, merged, surrogates cut)."""
-        return self.grammar.add(Kind.CLASS, 0, 0, payload=normalise_ranges(ranges))
+        return self.grammar.add(Kind.CLASS, 0, 0, payload=normalize(ranges))
 
     def chars(self, text: str) -> int:
         """A class of the given characters."""
@@ -60,41 +61,3 @@ class Builder:
 
     def ref(self, name: str) -> int:
         return self.grammar.add(Kind.REF, 0, 0, payload=name)
-
-
-SURROGATES = (0xD800, 0xDFFF)
-MAX_SCALAR = 0x10FFFF
-
-
-def normalise_ranges(ranges) -> tuple[tuple[int, int], ...]:
-    """Sort and merge scalar ranges, cutting the surrogate block out."""
-    out: list[list[int]] = []
-    for lo, hi in sorted(ranges):
-        pieces = [(lo, hi)]
-        if lo <= SURROGATES[1] and hi >= SURROGATES[0]:
-            pieces = [(lo, SURROGATES[0] - 1), (SURROGATES[1] + 1, hi)]
-        for a, b in pieces:
-            if a > b:
-                continue
-            if out and a <= out[-1][1] + 1:
-                out[-1][1] = max(out[-1][1], b)
-            else:
-                out.append([a, b])
-    return tuple((a, b) for a, b in out)
-
-
-def subtract_ranges(ranges, remove) -> tuple[tuple[int, int], ...]:
-    """`ranges` minus the scalars in `remove` (both lists of inclusive ranges)."""
-    result = list(normalise_ranges(ranges))
-    for rlo, rhi in normalise_ranges(remove):
-        nxt = []
-        for lo, hi in result:
-            if rhi < lo or rlo > hi:
-                nxt.append((lo, hi))
-                continue
-            if lo < rlo:
-                nxt.append((lo, rlo - 1))
-            if hi > rhi:
-                nxt.append((rhi + 1, hi))
-        result = nxt
-    return tuple(result)

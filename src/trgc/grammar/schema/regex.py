@@ -23,7 +23,8 @@ import unicodedata
 from functools import lru_cache
 
 from trgc.errors import TrgcError
-from trgc.grammar.schema.nodes import MAX_SCALAR, Builder, normalise_ranges, subtract_ranges
+from trgc.grammar.charclass import MAX_SCALAR, normalize, subtract
+from trgc.grammar.schema.nodes import Builder
 from trgc.grammar.schema.strings import canonical_char
 from trgc.limits import check_limit
 
@@ -63,10 +64,10 @@ def _unicode_ranges(kind: str) -> tuple[tuple[int, int], ...]:
 
 def _complement(kind: str) -> tuple[tuple[int, int], ...]:
     if kind == "d":
-        return subtract_ranges(ALL, DIGIT + _unicode_ranges("d"))
+        return subtract(ALL, DIGIT + _unicode_ranges("d"))
     if kind == "w":
-        return subtract_ranges(ALL, WORD + _unicode_ranges("w"))
-    return subtract_ranges(ALL, SPACE_ANY)
+        return subtract(ALL, WORD + _unicode_ranges("w"))
+    return subtract(ALL, SPACE_ANY)
 
 
 # regex AST: ("chars", ranges) | ("seq", [items]) | ("alt", [items]) | ("rep", item, lo, hi)
@@ -170,7 +171,7 @@ class _Parser:
         if c == "[":
             return ("chars", self.char_class())
         if c == ".":
-            return ("chars", subtract_ranges(ALL, LINE_TERMINATORS))
+            return ("chars", subtract(ALL, LINE_TERMINATORS))
         if c == "^":
             return ("bol",)
         if c == "$":
@@ -258,8 +259,8 @@ class _Parser:
             for _, letter in removed:
                 key = chr(letter)
                 ranges.extend(wide[key] + (_unicode_ranges(key) if key in "dw" else ()))
-            return subtract_ranges(ALL, ranges)
-        return normalise_ranges(ranges)
+            return subtract(ALL, ranges)
+        return normalize(ranges)
 
     def _class_atom(self, removed: list[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
         c = self.take()
@@ -337,7 +338,7 @@ def _unit_of(b: Builder, ranges: tuple[tuple[int, int], ...]) -> int | None:
     """One character of `ranges`, written canonically; None if the set is empty."""
     if not ranges:
         return None
-    raw = subtract_ranges(ranges, ((0x00, 0x1F), (0x22, 0x22), (0x5C, 0x5C)))
+    raw = subtract(ranges, ((0x00, 0x1F), (0x22, 0x22), (0x5C, 0x5C)))
     options = [b.cls(raw)] if raw else []
     for special in list(range(0x20)) + [0x22, 0x5C]:
         if any(lo <= special <= hi for lo, hi in ranges):

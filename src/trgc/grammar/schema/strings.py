@@ -13,7 +13,8 @@ cannot reappear under another spelling.
 
 from __future__ import annotations
 
-from trgc.grammar.schema.nodes import MAX_SCALAR, Builder, subtract_ranges
+from trgc.grammar.charclass import MAX_SCALAR, subtract
+from trgc.grammar.schema.nodes import Builder
 
 RAW_RANGES: tuple[tuple[int, int], ...] = ((0x20, 0x21), (0x23, 0x5B), (0x5D, MAX_SCALAR))
 HEX = ((ord("0"), ord("9")), (ord("A"), ord("F")), (ord("a"), ord("f")))
@@ -78,7 +79,7 @@ def string(b: Builder, min_length: int = 0, max_length: int | None = None) -> in
 def _canonical_units_except(b: Builder, excluded: set[str]) -> int | None:
     """One canonical unit whose character is not in `excluded` (None if nothing is left)."""
     raw_excluded = [(ord(c), ord(c)) for c in excluded if canonical_char(c) == c]
-    ranges = subtract_ranges(RAW_RANGES, raw_excluded)
+    ranges = subtract(RAW_RANGES, raw_excluded)
     options = [b.cls(ranges)] if ranges else []
     for code in range(0x20):
         c = chr(code)

@@ -21,14 +21,15 @@ where `D` is every `c0`-free string that does not start with `m[1:]`: a proper p
 from __future__ import annotations
 
 from trgc.errors import TrgcError
-from trgc.grammar.schema.nodes import MAX_SCALAR, Builder, subtract_ranges
+from trgc.grammar.charclass import MAX_SCALAR, subtract
+from trgc.grammar.schema.nodes import Builder
 
 ANY = ((0, MAX_SCALAR),)
 
 
 def _except(b: Builder, *chars: str) -> int:
     """One character other than `chars`."""
-    return b.cls(subtract_ranges(ANY, [(ord(c), ord(c)) for c in chars]))
+    return b.cls(subtract(ANY, [(ord(c), ord(c)) for c in chars]))
 
 
 def free_text(b: Builder, marker: str, *, not_first: str = "") -> int:

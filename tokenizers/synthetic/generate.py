@@ -14,24 +14,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from trgc.tokenizer.bytelevel import byte_to_char
+
 HERE = Path(__file__).resolve().parent
 
 
-def bytes_to_unicode() -> list[str]:
-    keep = [*range(0x21, 0x7F), *range(0xA1, 0xAD), *range(0xAE, 0x100)]
-    table = [""] * 256
-    for b in keep:
-        table[b] = chr(b)
-    n = 0
-    for b in range(256):
-        if not table[b]:
-            table[b] = chr(0x100 + n)
-            n += 1
-    return table
-
-
 def byte_level() -> dict:
-    alphabet = bytes_to_unicode()
+    alphabet = byte_to_char()
     vocab = {alphabet[b]: b for b in range(256)}
     merges: list[tuple[bytes, bytes]] = [
         (b"{", b'"'),

@@ -55,6 +55,17 @@ FAILURE_CODES: dict[str, str] = {
 }
 
 
+# The settings that are real numbers: validated as finite and stored as Python floats.
+FLOAT_SETTINGS = (
+    "temperature",
+    "top_p",
+    "min_p",
+    "repetition_penalty",
+    "frequency_penalty",
+    "presence_penalty",
+)
+
+
 @dataclass(frozen=True)
 class SamplerSettings:
     """Sampling parameters; neutral defaults (temperature 1, every filter and penalty off)."""
@@ -72,14 +83,7 @@ class SamplerSettings:
 
     def __post_init__(self) -> None:
         problems = []
-        for name in (
-            "temperature",
-            "top_p",
-            "min_p",
-            "repetition_penalty",
-            "frequency_penalty",
-            "presence_penalty",
-        ):
+        for name in FLOAT_SETTINGS:
             value = getattr(self, name)
             if (
                 isinstance(value, bool)
@@ -126,14 +130,7 @@ class SamplerSettings:
         problems = [message for ok, message in checks if not ok]
         if problems:
             raise TrgcError("E_SAMPLER_SETTINGS", "; ".join(problems))
-        for name in (
-            "temperature",
-            "top_p",
-            "min_p",
-            "repetition_penalty",
-            "frequency_penalty",
-            "presence_penalty",
-        ):
+        for name in FLOAT_SETTINGS:
             object.__setattr__(self, name, float(getattr(self, name)))
 
     def to_dict(self) -> dict:

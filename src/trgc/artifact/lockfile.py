@@ -85,11 +85,13 @@ def sha256_bytes(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
-def compile_path(path: Path, limits: Limits) -> Artifact:
-    """Compile a `.trg` grammar or a `.json` schema file, as `trgc compile` would."""
+def compile_path(path: Path, limits: Limits) -> tuple[bytes, Artifact]:
+    """Read a `.trg` grammar or `.json` schema file once and compile it as `trgc compile`
+    would; return the source bytes (for their hash) with the artifact."""
     from trgc.artifact.sources import compile_source
 
-    return compile_source(read_bytes(path), source=str(path), limits=limits)
+    data = read_bytes(path)
+    return data, compile_source(data, source=str(path), limits=limits)
 
 
 def lock(
@@ -120,12 +122,12 @@ def lock(
                 f"two sources are both named {name!r}: {entries[name].source} and {_relative(source, base)}",
                 hint="rename one of them; lock entries are keyed by file stem",
             )
-        artifact = compile_path(source, limits)
+        data, artifact = compile_path(source, limits)
         target = out_dir / f"{name}.trga"
         entries[name] = LockEntry(
             name=name,
             source=_relative(source, base),
-            source_sha256=sha256_bytes(read_bytes(source)),
+            source_sha256=sha256_bytes(data),
             artifact=_relative(target, base),
             artifact_sha256=artifact.sha256,
         )
@@ -191,6 +193,7 @@ def read_lock(path: Path) -> Lock:
 def verify(lock_path: Path, sources: list[Path] | None = None) -> VerifyReport:
     """Recompile every locked source and compare; `sources`, if given, is the expected set."""
     from trgc import __version__
+    from trgc.artifact.sources import compile_source
 
     locked = read_lock(lock_path)
     base = lock_path.resolve().parent
@@ -212,13 +215,14 @@ def verify(lock_path: Path, sources: list[Path] | None = None) -> VerifyReport:
         differences = []
         if locked.compiler != compiler:
             differences.append({"field": "compiler", "locked": locked.compiler, "actual": compiler})
-        source_hash = sha256_bytes(read_bytes(source))
+        data = read_bytes(source)
+        source_hash = sha256_bytes(data)
         if source_hash != entry.source_sha256:
             differences.append(
                 {"field": "source_sha256", "locked": entry.source_sha256, "actual": source_hash}
             )
         try:
-            actual = compile_path(source, limits).sha256
+            actual = compile_source(data, source=str(source), limits=limits).sha256
         except TrgcError as error:
             actual = f"error {error.code}"
         if actual != entry.artifact_sha256:

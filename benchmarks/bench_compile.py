@@ -41,7 +41,7 @@ def _cold_run(text: str) -> float:
     code = (
         "import sys, time\n"
         "t = time.perf_counter()\n"
-        "from trgc.artifact.build import compile_grammar\n"
+        "from trgc.compiler.build import compile_grammar\n"
         "compile_grammar(sys.stdin.read())\n"
         "print(time.perf_counter() - t)\n"
     )
@@ -52,8 +52,8 @@ def _cold_run(text: str) -> float:
 
 
 def measure(name: str, text: str, runs: int) -> dict:
-    from trgc.artifact.build import compile_grammar
     from trgc.artifact.codec import to_file_bytes
+    from trgc.compiler.build import compile_grammar
 
     artifact = compile_grammar(text)  # warm-up, and the artifact described in the table
     times = []

@@ -21,7 +21,7 @@ import json
 import sys
 from pathlib import Path
 
-from trgc.artifact.schema_coverage import report, run_coverage
+from trgc.evaluation.coverage import report, run_coverage
 
 CORPORA = Path(__file__).resolve().parents[1].parent / "shared" / "corpora"
 # MaskBench "passing" / "schemas" (maskbench/README.md, as copied in the corpus README)

@@ -9,9 +9,9 @@ import pytest
 from typer.testing import CliRunner
 
 from artifact_fixtures import brackets, literal
-from trgc.artifact.build import compile_grammar
 from trgc.artifact.codec import load_artifact
 from trgc.cli.app import app
+from trgc.compiler.build import compile_grammar
 
 SHA_LINE = re.compile(r"^sha256:[0-9a-f]{64}\n$")
 GRAMMAR = """%trg 1
@@ -144,7 +144,7 @@ def test_compile_missing_source(tmp_path):
 
 
 def test_json_source_dispatches_to_schema_compiler(tmp_path):
-    from trgc.artifact.build_schema import compile_schema
+    from trgc.compiler.schema import compile_schema
 
     schema = tmp_path / "s.json"
     schema.write_text('{"type": "integer"}', encoding="utf-8")

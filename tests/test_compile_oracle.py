@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 from lark import Lark
 from lark.exceptions import LarkError
 
-from trgc.artifact.build import compile_grammar
 from trgc.artifact.check import check
+from trgc.compiler.build import compile_grammar
 from trgc.errors import TrgcError
 
 # Codes trgc uses to refuse a grammar by design (not bugs): the oracle skips those grammars.

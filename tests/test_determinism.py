@@ -18,7 +18,7 @@ GRAMMARS = sorted((ROOT / "grammars").glob("*.trg"))
 SCRIPT = """
 import hashlib, json, sys
 from pathlib import Path
-from trgc.artifact.build import compile_grammar
+from trgc.compiler.build import compile_grammar
 from trgc.artifact.codec import to_file_bytes
 out = {}
 for path in sys.argv[1:]:
@@ -60,7 +60,7 @@ def test_compilation_is_independent_of_hash_seed():
 
 
 def test_in_process_compilation_matches_subprocess():
-    from trgc.artifact.build import compile_grammar
+    from trgc.compiler.build import compile_grammar
 
     expected = _compile_all("1")
     for path in GRAMMARS:

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from trgc.artifact.build import compile_grammar
 from trgc.artifact.check import check
 from trgc.artifact.stepper import initial, is_accepting, step
+from trgc.compiler.build import compile_grammar
 from trgc.grammar.analysis import analyze
 from trgc.grammar.parser import parse_grammar
 from trgc.limits import Budget

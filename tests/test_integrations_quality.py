@@ -12,9 +12,9 @@ import pytest
 
 from trgc.decode.sampler import SamplerSettings
 from trgc.errors import TrgcError
-from trgc.integrations.quality import run_experiment
-from trgc.integrations.quality_run import ARMS, parse_arms
-from trgc.integrations.quality_tasks import load_tasks
+from trgc.evaluation.quality import run_experiment
+from trgc.evaluation.quality_run import ARMS, parse_arms
+from trgc.evaluation.quality_tasks import load_tasks
 from trgc.tokenizer.table import KIND_NORMAL, KIND_SPECIAL, make_table
 
 ROOT = Path(__file__).resolve().parents[1]

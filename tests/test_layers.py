@@ -18,7 +18,8 @@ ALLOWED: dict[str, set[str]] = {
     "jsonread": {"errors", "limits"},
     "grammar": {"errors", "limits", "atomic", "jsonread"},
     "automata": {"errors", "limits", "atomic", "jsonread", "grammar"},
-    "artifact": {"errors", "limits", "atomic", "jsonread", "grammar", "automata"},
+    "artifact": {"errors", "limits", "atomic", "jsonread"},
+    "compiler": {"errors", "limits", "atomic", "jsonread", "grammar", "automata", "artifact"},
     "tokenizer": {"errors", "limits", "atomic", "jsonread"},
     "engine": {
         "errors",
@@ -42,6 +43,22 @@ ALLOWED: dict[str, set[str]] = {
         "engine",
     },
     "tools": {"errors", "limits", "atomic", "jsonread"},
+    "release": {"errors", "limits", "atomic", "jsonread", "artifact", "compiler"},
+    "evaluation": {
+        "errors",
+        "limits",
+        "atomic",
+        "jsonread",
+        "grammar",
+        "automata",
+        "artifact",
+        "compiler",
+        "tokenizer",
+        "engine",
+        "decode",
+        "tools",
+        "integrations",
+    },
 }
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from schema_helpers import CORPORA
-from trgc.artifact.schema_conformance import (
+from trgc.evaluation.conformance import (
     CaseResult,
     baseline_document,
     compare,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from schema_helpers import CORPORA
-from trgc.artifact.schema_coverage import read_instances, report, run_schema, subsets_of
+from trgc.evaluation.coverage import read_instances, report, run_schema, subsets_of
 
 BENCH = CORPORA / "jsonschemabench"
 INSTANCES = CORPORA / "jsonschemabench-instances"

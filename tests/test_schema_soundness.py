@@ -18,7 +18,7 @@ import pytest
 import trgc
 from schema_helpers import CORPORA, compiled
 from test_schema_keywords import CASES
-from trgc.artifact.schema_walk import sample
+from trgc.evaluation.walk import sample
 
 FORMATS = jsonschema.FormatChecker(["uuid", "email", "ipv4"])
 _TIME = re.compile(r"^(\d\d):(\d\d):(\d\d)(\.\d+)?(Z|z|[+-](\d\d):(\d\d))$")

@@ -23,10 +23,10 @@ __version__ = "0.1.0"
 
 # public name -> module that defines it
 _LAZY: dict[str, str] = {
-    "compile_grammar": "trgc.artifact.build",
-    "compile_ast": "trgc.artifact.build",
-    "compile_schema": "trgc.artifact.build_schema",
-    "compile_toolcall": "trgc.artifact.build_toolcall",
+    "compile_grammar": "trgc.compiler.build",
+    "compile_ast": "trgc.compiler.build",
+    "compile_schema": "trgc.compiler.schema",
+    "compile_toolcall": "trgc.compiler.toolcall",
     "load_artifact": "trgc.artifact.codec",
     "check": "trgc.artifact.check",
     "CheckResult": "trgc.artifact.check",

@@ -98,8 +98,8 @@ def compile_command(
     """
     from trgc.artifact.codec import compress, encode
     from trgc.artifact.inspect import summary
-    from trgc.artifact.sources import compile_source
     from trgc.atomic import atomic_write
+    from trgc.compiler.sources import compile_source
     from trgc.limits import resolve_limits
 
     limits = resolve_limits(limit, limits_file)

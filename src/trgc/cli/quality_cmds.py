@@ -78,8 +78,8 @@ def quality_command(
     intervention metric I, tokens and latency per arm, as markdown with a PNG plot of
     intervention vs accuracy. Models load offline from local files only."""
     from trgc.decode.sampler import SamplerSettings
-    from trgc.integrations.quality import run_experiment
-    from trgc.integrations.quality_run import parse_arms
+    from trgc.evaluation.quality import run_experiment
+    from trgc.evaluation.quality_run import parse_arms
 
     os.environ.setdefault("TQDM_DISABLE", "1")  # model loaders' progress bars; ours below
     err = stderr_console()

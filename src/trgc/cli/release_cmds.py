@@ -44,8 +44,8 @@ def lock_command(
 ) -> None:
     """Compile every source, write its artifact and pin name -> source hash, artifact hash,
     compiler and limits in a lock file. Nothing is written unless every source compiles."""
-    from trgc.artifact.lockfile import lock
     from trgc.limits import resolve_limits
+    from trgc.release.lockfile import lock
 
     result = lock(
         sources, lock_path, artifacts_dir=artifacts_dir, limits=resolve_limits(limit, limits_file)
@@ -76,7 +76,7 @@ def verify_command(
 ) -> None:
     """Recompile every locked source and compare hashes with the lock and the committed
     artifacts. Exit 0 when everything matches, 1 listing every added, removed and changed entry."""
-    from trgc.artifact.lockfile import verify
+    from trgc.release.lockfile import verify
 
     report = verify(lock_path, sources or None)
     if as_json:

@@ -99,14 +99,14 @@ def jsts_command(
     fails, an invalid instance is accepted, a case is missing from the baseline, or a case got
     worse than the baseline; improvements are reported and accepted with --update.
     """
-    from trgc.artifact.schema_conformance import (
+    from trgc.atomic import atomic_write
+    from trgc.evaluation.conformance import (
         baseline_document,
         compare,
         load_baseline,
         run_suite,
         summary,
     )
-    from trgc.atomic import atomic_write
 
     results = run_suite(path, separators=separators)
     ratchet = compare(results, load_baseline(baseline))
@@ -216,7 +216,7 @@ def coverage_command(
     schemas with instances how many pass (every valid instance accepted in canonical form,
     every invalid one rejected). Exit status 1 when any invalid instance is accepted.
     """
-    from trgc.artifact.schema_coverage import report, run_coverage, subsets_of
+    from trgc.evaluation.coverage import report, run_coverage, subsets_of
 
     if instances is None:
         beside = path.parent / "jsonschemabench-instances"

@@ -1,6 +1,6 @@
 """`trgc toolcall`: compile an OpenAI-format tool list into a tool-call envelope artifact for
 one model family, and optionally check it against a tokenizer (a thin shell over
-`trgc.artifact.build_toolcall` and `trgc.engine.toolcall_check`)."""
+`trgc.compiler.toolcall` and `trgc.engine.toolcall_check`)."""
 
 from __future__ import annotations
 
@@ -100,9 +100,9 @@ def toolcall_command(
     checked), 1 --check found a problem, 2 invalid input (with a stable error code), 3 a
     limit was exceeded.
     """
-    from trgc.artifact.build_toolcall import compile_toolcall
     from trgc.artifact.codec import compress, encode
     from trgc.atomic import atomic_write, read_bytes
+    from trgc.compiler.toolcall import compile_toolcall
     from trgc.grammar.toolcall import load_tool_json, parse_tools
     from trgc.limits import resolve_limits
 

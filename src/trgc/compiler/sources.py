@@ -6,9 +6,9 @@ the same identity whichever command compiles it.
 
 from __future__ import annotations
 
-from trgc.artifact.build import compile_grammar
-from trgc.artifact.build_schema import compile_schema
 from trgc.artifact.model import Artifact
+from trgc.compiler.build import compile_grammar
+from trgc.compiler.schema import compile_schema
 from trgc.limits import DEFAULT_LIMITS, Limits
 
 

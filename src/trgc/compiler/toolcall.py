@@ -7,8 +7,8 @@ have different identities; `source_sha256` is the hash of the tools' canonical J
 
 from __future__ import annotations
 
-from trgc.artifact.build import compile_ast
 from trgc.artifact.model import Artifact
+from trgc.compiler.build import compile_ast
 from trgc.errors import TrgcError
 from trgc.grammar.schema import DEFAULT_MAX_DEPTH
 from trgc.grammar.toolcall import build_toolcall_grammar, load_tool_json, parse_tools

@@ -1,7 +1,7 @@
 """Source to artifact: analysis, byte automata, metadata, size limit and the codec self-check.
 
 `compile_ast` is the one entry point every front end ends in (trg-1 grammars here, JSON
-Schemas through `trgc.artifact.build_schema`); the metadata it records depends only on the
+Schemas through `trgc.compiler.schema`); the metadata it records depends only on the
 grammar, the limits and the trgc version: no timestamps, paths or hash-seed-dependent order.
 """
 

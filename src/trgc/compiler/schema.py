@@ -7,8 +7,8 @@ have different identities.
 
 from __future__ import annotations
 
-from trgc.artifact.build import compile_ast
 from trgc.artifact.model import Artifact
+from trgc.compiler.build import compile_ast
 from trgc.errors import TrgcError
 from trgc.grammar.schema import DEFAULT_MAX_DEPTH, load_schema, lower_schema
 from trgc.limits import DEFAULT_LIMITS, Limits

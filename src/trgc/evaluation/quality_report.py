@@ -11,8 +11,8 @@ from __future__ import annotations
 import io
 from typing import Any
 
+from trgc.evaluation.quality_run import ARMS, Run
 from trgc.integrations.deps import require
-from trgc.integrations.quality_run import ARMS, Run
 
 LIMITATION = (
     "**Read these numbers with the model in mind.** SmolLM2-135M-Instruct is a 135-million-"

@@ -31,17 +31,17 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
-from trgc.artifact.build import compile_grammar
-from trgc.artifact.build_schema import compile_schema
 from trgc.artifact.model import Artifact
+from trgc.compiler.build import compile_grammar
+from trgc.compiler.schema import compile_schema
 from trgc.decode.generate import decode
 from trgc.decode.logits import LogitsSource
 from trgc.decode.sampler import SamplerSettings
 from trgc.engine.cache import MaskCache
 from trgc.engine.matcher import Matcher
 from trgc.errors import TrgcError
-from trgc.integrations.quality_score import score
-from trgc.integrations.quality_tasks import Task
+from trgc.evaluation.quality_score import score
+from trgc.evaluation.quality_tasks import Task
 from trgc.tokenizer.table import TokenTable
 
 ARMS = ("unconstrained", "constrained", "tool")

@@ -15,8 +15,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from trgc.artifact.build_schema import compile_schema
 from trgc.artifact.check import check
+from trgc.compiler.schema import compile_schema
 from trgc.errors import TrgcError
 from trgc.grammar.schema.canonical import canonical_instance
 from trgc.limits import Limits

@@ -88,7 +88,7 @@ def sha256_bytes(data: bytes) -> str:
 def compile_path(path: Path, limits: Limits) -> tuple[bytes, Artifact]:
     """Read a `.trg` grammar or `.json` schema file once and compile it as `trgc compile`
     would; return the source bytes (for their hash) with the artifact."""
-    from trgc.artifact.sources import compile_source
+    from trgc.compiler.sources import compile_source
 
     data = read_bytes(path)
     return data, compile_source(data, source=str(path), limits=limits)
@@ -193,7 +193,7 @@ def read_lock(path: Path) -> Lock:
 def verify(lock_path: Path, sources: list[Path] | None = None) -> VerifyReport:
     """Recompile every locked source and compare; `sources`, if given, is the expected set."""
     from trgc import __version__
-    from trgc.artifact.sources import compile_source
+    from trgc.compiler.sources import compile_source
 
     locked = read_lock(lock_path)
     base = lock_path.resolve().parent

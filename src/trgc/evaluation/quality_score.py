@@ -23,8 +23,8 @@ from typing import Any
 from trgc.artifact.check import check
 from trgc.artifact.model import Artifact
 from trgc.errors import TrgcError
+from trgc.evaluation.quality_tasks import Task
 from trgc.integrations.deps import require
-from trgc.integrations.quality_tasks import Task
 from trgc.tools import tinycalc
 
 

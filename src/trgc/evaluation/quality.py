@@ -11,9 +11,9 @@ from pathlib import Path
 from trgc import __version__
 from trgc.atomic import atomic_write, read_bytes
 from trgc.decode.sampler import SamplerSettings
-from trgc.integrations.quality_report import markdown, plot_png, summarize
-from trgc.integrations.quality_run import HFModel, QualityModel, run_quality
-from trgc.integrations.quality_tasks import load_tasks
+from trgc.evaluation.quality_report import markdown, plot_png, summarize
+from trgc.evaluation.quality_run import HFModel, QualityModel, run_quality
+from trgc.evaluation.quality_tasks import load_tasks
 
 
 def run_experiment(

@@ -19,8 +19,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from trgc.artifact.build_schema import compile_schema
 from trgc.artifact.check import check
+from trgc.compiler.schema import compile_schema
 from trgc.errors import TrgcError
 from trgc.grammar.schema.canonical import canonical_instance
 from trgc.grammar.schema.lower import FAMILY_KEYWORDS, json_type

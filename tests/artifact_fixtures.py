@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from trgc.artifact.model import Artifact, Machine, call_action
+from trgc.artifact.model import REPEAT, Artifact, Machine, call_action
 
 X = -1  # no action
 OTHER, OPEN, CLOSE, A, COMMA = range(5)  # byte classes
@@ -108,5 +108,35 @@ def literal(text: bytes, name: str = "s") -> Artifact:
         n_classes=n_classes,
         specials=(),
         machines=(Machine(name, accepting, table, np.zeros((0, 2), np.int32)),),
+        max_depth=1,
+    )
+
+
+def counted(rep_min: int = 2, rep_max: int = 3) -> Artifact:
+    """`s ::= "a"{rep_min,rep_max} ;` with a counter: machine 0 calls the repeat machine
+    `s{}`, whose body is one "a" (class 1), with those bounds; every other byte is class 0."""
+    byte_class = np.zeros(256, dtype=np.uint8)
+    byte_class[ord("a")] = 1
+    c = call_action(0)
+    start = Machine(
+        "s",
+        np.array([False, True]),
+        np.array([[X, c], [X, X]], dtype=np.int32),
+        np.array([[1, 1]], dtype=np.int32),
+        call_bounds=np.array([[rep_min, rep_max]], dtype=np.int32),
+    )
+    body = Machine(
+        "s{}",
+        np.array([False, True]),
+        np.array([[X, 1], [X, X]], dtype=np.int32),
+        np.zeros((0, 2), np.int32),
+        kind=REPEAT,
+    )
+    return Artifact(
+        metadata={"start": "s"},
+        byte_class=byte_class,
+        n_classes=2,
+        specials=(),
+        machines=(start, body),
         max_depth=1,
     )

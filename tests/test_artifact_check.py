@@ -16,7 +16,7 @@ X = -1
 
 def test_initial_configuration():
     art = brackets()
-    assert stepper.initial(art) == ((0, 0),)
+    assert stepper.initial(art) == ((0, 0, 0, 0),)
     assert not stepper.is_accepting(art, stepper.initial(art))
 
 
@@ -24,26 +24,26 @@ def test_step_calls_shifts_and_returns():
     art = brackets()
     frames = stepper.initial(art)
     frames = stepper.step(art, frames, OPEN)  # start calls value, value shifts "["
-    assert frames == ((0, 1), (1, 2))
+    assert frames == ((0, 1, 0, 0), (1, 2, 0, 0))
     frames = stepper.step(art, frames, A)  # nested call of value, which shifts "a"
-    assert frames == ((0, 1), (1, 3), (1, 1))
+    assert frames == ((0, 1, 0, 0), (1, 3, 0, 0), (1, 1, 0, 0))
     frames = stepper.step(art, frames, COMMA)  # inner value returns, outer shifts ","
-    assert frames == ((0, 1), (1, 4))
+    assert frames == ((0, 1, 0, 0), (1, 4, 0, 0))
     assert stepper.step(art, frames, COMMA) is None
-    assert stepper.step(art, ((0, 1),), END) == ((0, 2),)
-    assert stepper.is_accepting(art, ((0, 1),)) and not stepper.is_accepting(art, ((0, 1), (1, 3)))
+    assert stepper.step(art, ((0, 1, 0, 0),), END) == ((0, 2, 0, 0),)
+    assert stepper.is_accepting(art, ((0, 1, 0, 0),)) and not stepper.is_accepting(art, ((0, 1, 0, 0), (1, 3, 0, 0)))
 
 
 def test_return_needs_an_accepting_top_frame():
     art = brackets()
     # value state 3 is not accepting: "," cannot pop it even though the caller could use it
-    assert stepper.step(art, ((0, 1), (1, 3), (1, 3)), END) is None
+    assert stepper.step(art, ((0, 1, 0, 0), (1, 3, 0, 0), (1, 3, 0, 0)), END) is None
 
 
 def test_allowed_symbols():
     art = brackets()
     assert stepper.allowed_symbols(art, stepper.initial(art)) == [OPEN, A]
-    assert stepper.allowed_symbols(art, ((0, 1),)) == [END]
+    assert stepper.allowed_symbols(art, ((0, 1, 0, 0),)) == [END]
 
 
 @pytest.mark.parametrize(

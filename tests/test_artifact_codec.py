@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from artifact_fixtures import brackets, tiny
+from artifact_fixtures import brackets, counted, tiny
 from trgc.artifact import codec
 from trgc.artifact.check import check
 from trgc.artifact.model import Artifact, Machine
@@ -21,28 +21,48 @@ from trgc.limits import DEFAULT_LIMITS
 # The canonical bytes of `tiny()`, section by section (docs/artifact-format.md).
 TINY_HEX = "".join(
     [
-        "5452474101000000",  # magic "TRGA", format version 1
+        "5452474102000000",  # magic "TRGA", format version 2
         "4d455441000000000d00000000000000",  # META, reserved, length 13
         "7b227374617274223a2273227d000000",  # {"start":"s"} + padding to 8
         "53504543000000000400000000000000",  # SPEC, length 4
         "0000000000000000",  # 0 specials + padding
         "42434c53000000000401000000000000",  # BCLS, length 260
         "01000000" + "00" * 256 + "00000000",  # 1 class, 256 class bytes, padding
-        "4d414348000000002800000000000000",  # MACH, length 40
+        "4d414348000000002c00000000000000",  # MACH, length 44
         "010000000100000001000000",  # max_depth 1, 1 machine, 1 symbol
         "0100000073000000",  # name length 1, "s" + padding
+        "00000000",  # kind 0 (rule)
         "0200000000000000",  # 2 states, 0 calls
         "00010000",  # accepting [0, 1] + padding
         "01000000ffffffff",  # next: [[1], [-1]]
+        "00000000",  # padding to 8 (the section's)
         "4c494d54000000000400000000000000",  # LIMT, length 4
         "0000000000000000",  # 0 limits + padding
         "53524348000000002000000000000000",  # SRCH, length 32
         "00" * 32,  # no source hash
         "44475354000000002000000000000000",  # DGST, length 32
-        "bf06ab89b5fb2b9e90ddb110087bb27e9a3cc767d5bde8c6488de2e825db2f6b",  # SHA-256 of all above
+        "0b8718a33823493d79477d3c4e4c09d1fd0ef5422dd4c656385b8ca18b78c267",  # SHA-256 of all above
     ]
 )
-BRACKETS_SHA256 = "sha256:c27a5aecd0da16518a7f9a26dcfc8c5eb5016043af84e6d63aeab7087cb8e3c8"
+BRACKETS_SHA256 = "sha256:252a6ec084af218cd0f744e42014c11f122f6226225e70995ff791e5735d6b49"
+# the MACH payload of artifact_fixtures.counted(): a rule machine calling a repeat machine
+COUNTED_MACH_HEX = "".join(
+    [
+        "010000000200000002000000",  # max_depth 1, 2 machines, 2 symbols
+        "0100000073000000",  # name "s"
+        "00000000",  # kind 0 (rule)
+        "0200000001000000",  # 2 states, 1 call
+        "00010000",  # accepting [0, 1] + padding
+        "fffffffffeffffffffffffffffffffff",  # next: [[-1, call 0], [-1, -1]]
+        "01000000010000000200000003000000",  # call 0: machine 1, return to 1, bounds 2..3
+        "03000000737b7d00",  # name "s{}" + padding
+        "02000000",  # kind 2 (repeat)
+        "0200000000000000",  # 2 states, 0 calls
+        "00010000",  # accepting [0, 1] + padding
+        "ffffffff01000000ffffffffffffffff",  # next: [[-1, 1], [-1, -1]]
+    ]
+)
+COUNTED_SHA256 = "sha256:f1463cf772f2f72afbfbf61733906021f35f0be27ac60a40fe69d933897355b2"
 
 
 def reseal(data: bytes) -> bytes:
@@ -60,6 +80,14 @@ def code_of(excinfo) -> str:
 
 def test_tiny_artifact_bytes_are_pinned():
     assert tiny().to_bytes().hex() == TINY_HEX
+
+
+def test_counted_machine_bytes_are_pinned():
+    data = counted().to_bytes()
+    start = data.index(b"MACH") + codec.SECTION_HEADER_SIZE
+    length = struct.unpack_from("<Q", data, start - 8)[0]
+    assert data[start : start + length].hex() == COUNTED_MACH_HEX
+    assert counted().sha256 == COUNTED_SHA256
 
 
 def test_brackets_identity_is_pinned():
@@ -172,12 +200,24 @@ def test_wrong_magic(tmp_path):
 
 def test_other_format_version(tmp_path):
     data = brackets().to_bytes()
-    path = tmp_path / "v2.trga"
-    path.write_bytes(codec.compress(data[:4] + struct.pack("<I", 2) + data[8:]))
+    path = tmp_path / "v3.trga"
+    path.write_bytes(codec.compress(data[:4] + struct.pack("<I", 3) + data[8:]))
     with pytest.raises(TrgcError) as excinfo:
         codec.load_artifact(path)
     assert code_of(excinfo) == "E_ARTIFACT_VERSION"
-    assert "version 2" in excinfo.value.message
+    assert "version 3" in excinfo.value.message
+
+
+def test_version_1_file_is_refused_with_a_hint(tmp_path):
+    # a v1 file (repetitions copied) is never read: its version is refused before its tables
+    data = brackets().to_bytes()
+    path = tmp_path / "v1.trga"
+    path.write_bytes(codec.compress(data[:4] + struct.pack("<I", 1) + data[8:]))
+    with pytest.raises(TrgcError) as excinfo:
+        codec.load_artifact(path)
+    assert code_of(excinfo) == "E_ARTIFACT_VERSION"
+    assert "version 1 copied bounded repetitions" in excinfo.value.message
+    assert "trgc compile" in excinfo.value.hint
 
 
 @pytest.mark.parametrize("content", [b"", b"%trg 1\n", b'{"a": 1}', b"\x00" * 64])

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from trgc.automata.machines import Tables, build_tables
+from trgc.automata.machines import REPEAT, RULE, Tables, build_tables
 from trgc.grammar.ast import Grammar, Kind
 from trgc.grammar.parser import parse_grammar
 from trgc.limits import Budget, Limits
@@ -92,24 +92,46 @@ def symbols_of(tables: Tables, pieces) -> list[int]:
 
 
 def walk(tables: Tables, *pieces, max_depth: int = 64) -> bool:
-    """Does the table semantics (trgc.artifact.model) accept the pieces in order?"""
-    stack = [(0, 0)]
+    """Does the table semantics (trgc.artifact.model) accept the pieces in order?
+
+    Frames are (machine, state, left, needed); a call to a repeat machine pushes the counters
+    its call edge's bounds give, the frame restarts at the end of an iteration on a symbol its
+    state 0 handles while `left` > 0, and returns only once `needed` is 0; only rule machines
+    count toward `max_depth`. Unbounded repetitions keep `left` at infinity."""
+    stack = [(0, 0, 0, 0)]
+    depth = 1
     for sym in symbols_of(tables, pieces):
         while True:
-            m, s = stack[-1]
+            m, s, left, needed = stack[-1]
             machine = tables.machines[m]
             action = int(machine.next[s, sym])
             if action >= 0:
-                stack[-1] = (m, action)
+                stack[-1] = (m, action, left, needed)
                 break
             if action == -1:
-                if machine.accepting[s] and len(stack) > 1:
-                    stack.pop()
-                    continue
-                return False
-            callee, ret = (int(v) for v in machine.calls[-2 - action])
-            stack[-1] = (m, ret)
-            if len(stack) >= max_depth:
-                return False
-            stack.append((callee, 0))
-    return all(bool(tables.machines[m].accepting[s]) for m, s in stack)
+                if not machine.accepting[s]:
+                    return False
+                if machine.kind == REPEAT:
+                    if left > 0 and machine.next[0, sym] != -1:
+                        stack[-1] = (m, 0, left - 1, max(needed - 1, 0))
+                        continue
+                    if needed:
+                        return False
+                if len(stack) == 1:
+                    return False
+                stack.pop()
+                depth -= machine.kind == RULE
+                continue
+            k = -2 - action
+            callee, ret = (int(v) for v in machine.calls[k])
+            low, high = (int(v) for v in machine.call_bounds[k])
+            stack[-1] = (m, ret, left, needed)
+            if tables.machines[callee].kind == RULE:
+                if depth >= max_depth:
+                    return False
+                depth += 1
+            counters = (float("inf") if high == 0 else high - 1, low - 1) if low else (0, 0)
+            stack.append((callee, 0, *counters))
+    return all(
+        bool(tables.machines[m].accepting[s]) and not needed for m, s, _, needed in stack
+    )

@@ -63,7 +63,7 @@ class _RandomChooser:
 REPEATS = [(0, None), (1, None), (0, 1), (2, 2), (1, 3), (0, 2), (2, None)]
 
 
-def expr(choose, rule: int, n_rules: int, recursive: bool, depth: int):
+def expr(choose, rule: int, n_rules: int, recursive: bool, depth: int, repeats=REPEATS):
     choices = ["lit", "lit", "cls"]
     if rule + 1 < n_rules:
         choices.append("ref")
@@ -88,28 +88,31 @@ def expr(choose, rule: int, n_rules: int, recursive: bool, depth: int):
         )
     if kind in ("seq", "alt"):
         n = choose.integer(2, 3)
-        return (kind, tuple(expr(choose, rule, n_rules, recursive, depth - 1) for _ in range(n)))
-    lo, hi = choose.pick(REPEATS)
-    return ("rep", expr(choose, rule, n_rules, recursive, depth - 1), lo, hi)
+        return (
+            kind,
+            tuple(expr(choose, rule, n_rules, recursive, depth - 1, repeats) for _ in range(n)),
+        )
+    lo, hi = choose.pick(repeats)
+    return ("rep", expr(choose, rule, n_rules, recursive, depth - 1, repeats), lo, hi)
 
 
-def random_grammar(choose, recursive: bool):
+def random_grammar(choose, recursive: bool, repeats=REPEATS):
     """Rules r0..rN; rule i references later rules plainly and any rule inside "(" ")"
     (`wrap`), so no rule is left-recursive. With `recursive`, every rule also gets a
     wrap-free alternative, so that recursion has a base case."""
     n_rules = choose.integer(1, 3)
     rules = []
     for i in range(n_rules):
-        body = expr(choose, i, n_rules, recursive, depth=2)
+        body = expr(choose, i, n_rules, recursive, 2, repeats)
         if recursive:
-            body = ("alt", (expr(choose, i, n_rules, False, depth=1), body))
+            body = ("alt", (expr(choose, i, n_rules, False, 1, repeats), body))
         rules.append(body)
     return tuple(rules)
 
 
 @st.composite
-def grammars(draw, recursive: bool):
-    return random_grammar(_HypothesisChooser(draw), recursive)
+def grammars(draw, recursive: bool, repeats=REPEATS):
+    return random_grammar(_HypothesisChooser(draw), recursive, repeats)
 
 
 def to_trg(rules) -> str:
@@ -138,6 +141,22 @@ def to_trg(rules) -> str:
 
 
 def to_lark(rules) -> str:
+    """The grammar in lark's syntax. A counted repetition names its item as a rule of its own
+    and spells the bounded part as nested optionals, so the grammar stays linear in the bounds
+    (lark's `~ lo..hi` expands into one alternative per count, which nesting multiplies)."""
+    extra: list[str] = []
+
+    def counted(item: str, lo: int, hi: int | None) -> str:
+        name = f"c{len(extra)}"
+        extra.append(f"{name}: {item}")
+        required = " ".join([name] * lo)
+        if hi is None:
+            return f"{required} {name}*"
+        optional = ""
+        for _ in range(hi - lo):
+            optional = f"({name} {optional})?"
+        return f"{required} {optional}"
+
     def render(node) -> str:
         kind = node[0]
         if kind == "lit":
@@ -153,12 +172,12 @@ def to_lark(rules) -> str:
         if kind == "alt":
             return "(" + " | ".join(render(c) for c in node[1]) + ")"
         item, lo, hi = f"({render(node[1])})", node[2], node[3]
-        if hi is None:
-            return f"{item}*" if lo == 0 else f"({item} ~ {lo}) {item}*"
-        return f"{item} ~ {lo}..{hi}" if lo != hi else f"{item} ~ {lo}"
+        if hi is None and lo == 0:
+            return f"{item}*"
+        return f"({counted(item, lo, hi)})"
 
     lines = ["start: r0"] + [f"r{i}: {render(body)}" for i, body in enumerate(rules)]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + extra) + "\n"
 
 
 def to_regex(rules) -> str:
@@ -210,9 +229,9 @@ def sample(rules, rng: random.Random, budget: int = 40) -> str | None:
     return "".join(out)
 
 
-def compiled_or_skip(rules):
+def compiled_or_skip(rules, limits=None):
     try:
-        return compile_grammar(to_trg(rules))
+        return compile_grammar(to_trg(rules), limits=limits)
     except TrgcError as error:
         assert error.code in REFUSALS | {"E_LIMIT_STATES", "E_LIMIT_OPERATIONS"}, (
             f"{error}\n{to_trg(rules)}"
@@ -220,9 +239,9 @@ def compiled_or_skip(rules):
         assume(False)
 
 
-def inputs(rules, seed: int) -> list[str]:
+def inputs(rules, seed: int, budget: int = 40) -> list[str]:
     rng = random.Random(seed)
-    found = {"", *(sample(rules, rng) for _ in range(12))} - {None}
+    found = {"", *(sample(rules, rng, budget) for _ in range(12))} - {None}
     found |= {
         "".join(rng.choice(INPUT_ALPHABET) for _ in range(rng.randint(1, 6))) for _ in range(12)
     }

@@ -10,9 +10,9 @@ import pytest
 import trgc
 from engine_fixtures import ROOT, make_tokenizer
 from trgc.engine.binding import bind
-from trgc.engine.config import START, step_bytes
+from trgc.engine.config import START, STATE_MASK, frame_key, step_bytes
 from trgc.engine.kernel import Scratch, walk_trie
-from trgc.engine.precompute import frame_entry
+from trgc.engine.precompute import frame_entry, reachable_keys
 from trgc.engine.slices import default_slices, is_safe
 
 PIECES = [
@@ -57,16 +57,37 @@ def test_safety_follows_the_grammar():
     by_name = {s.name: s for s in default_slices()}
     in_string = step_bytes(tables, START, b'{"a')[-1]
     after_brace = step_bytes(tables, START, b"{")[-1]
-    assert is_safe(tables, in_string, by_name["string"])
-    assert not is_safe(tables, in_string, by_name["whitespace"])  # \n is not allowed in a string
-    assert not is_safe(tables, START[-1], by_name["string"])
-    assert is_safe(tables, after_brace, by_name["whitespace"])
-    # a bounded string: safe for up to 10 characters but not for 30 or unbounded
+    assert is_safe(tables, in_string, by_name["string"], 8)
+    assert not is_safe(tables, in_string, by_name["whitespace"], 8)  # \n is not in a string
+    assert not is_safe(tables, START[-1], by_name["string"], 8)
+    assert is_safe(tables, after_brace, by_name["whitespace"], 8)
+    # a bounded string, copied (20 copies are cheaper than a counter): safe for up to 10
+    # characters but not for 30 or unbounded
     short = trgc.compile_grammar('%trg 1\n%start s\ns ::= "\\"" [a-z ]{0,20} "\\"" ;\n')
     st = bind(short, trgc.load_tokenizer(ROOT / "tokenizers/synthetic/json-bytelevel")).tables
     body = step_bytes(st, START, b'"')[-1]
     text = _utf8_lower()
-    assert is_safe(st, body, text(10)) and not is_safe(st, body, text(30))
+    assert is_safe(st, body, text(10), 8) and not is_safe(st, body, text(30), 8)
+
+
+def test_safety_counts_the_restarts_a_counter_has_left():
+    # [a-z ]{0,100} is counted: after k characters the frame may begin 100 - k more iterations
+    art = trgc.compile_grammar('%trg 1\n%start s\ns ::= "\\"" [a-z ]{0,100} "\\"" ;\n')
+    tables = bind(art, trgc.load_tokenizer(ROOT / "tokenizers/synthetic/json-bytelevel")).tables
+    assert tables.is_repeat.any()
+    text = _utf8_lower()
+    for k, ten, thirty in ((1, True, True), (75, True, False), (95, False, False)):
+        key = frame_key(step_bytes(tables, START, b'"' + b"a" * k)[-1], 128)
+        assert (is_safe(tables, key, text(10), 128) is not None) == ten, k
+        assert (is_safe(tables, key, text(30), 128) is not None) == thirty, k
+        assert is_safe(tables, key, by_name_string(), 128) is None  # the counter can run out
+    # with fewer iterations left than the longest token has bytes, only then is it a limit
+    key = frame_key(step_bytes(tables, START, b'"' + b"a" * 95)[-1], 4)
+    assert is_safe(tables, key, text(30), 4) == 0  # a repeat frame adds no rule frame
+
+
+def by_name_string():
+    return {s.name: s for s in default_slices()}["string"]
 
 
 def _utf8_lower():
@@ -81,9 +102,16 @@ def _utf8_lower():
 @pytest.mark.parametrize(
     "vocab", ["tokenizers/llama3/tokenizer.json.zst", "tokenizers/synthetic/json-bytelevel"]
 )
-@pytest.mark.parametrize("grammar", ["json", "csv", "sexpr", "toolcall"])
+@pytest.mark.parametrize("grammar", ["json", "csv", "sexpr", "toolcall", "counted"])
 def test_frame_entries_with_slices_equal_plain_walks(vocab, grammar):
-    art = trgc.compile_grammar((ROOT / "grammars" / f"{grammar}.trg").read_text(encoding="utf-8"))
+    if grammar == "counted":  # JSON strings of 2..24 characters, separated by ","
+        source = (
+            '%trg 1\n%start s\ns ::= str ("," str)* ;\n'
+            'str ::= "\\"" ( [^"\\\\\\x00-\\x1F] | "\\\\" ["\\\\/bfnrt] ){2,24} "\\"" ;\n'
+        )
+    else:
+        source = (ROOT / "grammars" / f"{grammar}.trg").read_text(encoding="utf-8")
+    art = trgc.compile_grammar(source)
     tok = trgc.load_tokenizer(ROOT / vocab)
     try:
         b = bind(art, tok)
@@ -92,14 +120,16 @@ def test_frame_entries_with_slices_equal_plain_walks(vocab, grammar):
         return
     scratch = Scratch(b)
     used = 0
-    for g in range(b.tables.accepting.shape[0]):
-        entry = frame_entry(b, g, scratch)
+    for key in reachable_keys(b.tables, b.trie_depth):
+        g = key & STATE_MASK
+        entry = frame_entry(b, key, scratch)
         plain = np.zeros(b.n_words, dtype=np.uint32)
-        roots, height = walk_trie(b, (g,), plain, scratch, frame_mode=bool(b.tables.has_caller[g]))
-        assert (entry.accept == plain).all(), g
+        mode = bool(b.tables.has_caller[g])
+        roots, height = walk_trie(b, (key,), plain, scratch, frame_mode=mode)
+        assert (entry.accept == plain).all(), key
         # a slice's height covers every string of the slice, so it may exceed the walk's
-        assert (entry.open_roots == roots).all() and entry.height >= height, g
-        used += any(is_safe(b.tables, g, s) for s in default_slices())
+        assert (entry.open_roots == roots).all() and entry.height >= height, key
+        used += any(is_safe(b.tables, key, s, b.trie_depth) is not None for s in default_slices())
     assert used > 0
 
 

@@ -98,6 +98,7 @@ CODES: dict[str, str] = {
     "E_CACHE_MISMATCH": "a mask cache file belongs to another artifact, tokenizer or compiler version, or is corrupted",
     "E_ROLLBACK_TOO_FAR": "rollback(n) asked to undo more tokens than the matcher has advanced",
     "E_SPECIAL_TOKEN_MISSING": "the grammar names a special token the tokenizer does not have",
+    "E_TOKEN_TOO_LONG": "a vocabulary token is longer than the 32,766 bytes trgc's masks support",
     "E_TOKEN_NOT_ALLOWED": "advance() was given a token the constraint does not allow in the current configuration",
     # decode
     "E_COMPOSITION_MISMATCH": "a trace names an artifact or tokenizer other than the one given",

@@ -25,7 +25,7 @@ class Limits:
     transitions: int = 1_048_576
     compiled_bytes: int = 32 * MiB
     operations: int = 50_000_000
-    repetition: int = 1_000
+    repetition: int = 1_048_576
     max_depth: int = 1_024
     nesting: int = 1_000
     cache_bytes: int = 64 * MiB

@@ -16,13 +16,14 @@ from pathlib import Path
 
 import numpy as np
 
-from trgc.artifact.model import Artifact, Machine
+from trgc.artifact.model import MAX_BOUND, REPEAT, RULE, Artifact, Machine
 from trgc.atomic import atomic_write, read_bytes
 from trgc.errors import TrgcError
-from trgc.limits import DEFAULT_LIMITS, Limits, check_limit
+from trgc.limits import DEFAULT_LIMITS, LIMIT_NAMES, Limits, check_limit
 
 MAGIC = b"TRGA"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+N_KINDS = 3
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 ZSTD_LEVEL = 12
 SECTIONS: tuple[bytes, ...] = (b"META", b"SPEC", b"BCLS", b"MACH", b"LIMT", b"SRCH", b"DGST")
@@ -35,7 +36,8 @@ NO_SOURCE_HASH = bytes(DIGEST_SIZE)
 
 
 def canonical_json(value: object) -> bytes:
-    """Sorted keys, no whitespace, UTF-8, no NaN/Infinity."""
+    """Sorted keys, no whitespace, UTF-8, no NaN/Infinity (ValueError for those, and
+    UnicodeEncodeError for a string holding a lone surrogate)."""
     return json.dumps(
         value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
     ).encode("utf-8")
@@ -126,9 +128,16 @@ def _encode_unchecked(artifact: Artifact) -> bytes:
     mach.u32(n_symbols)
     for machine in artifact.machines:
         mach.string(machine.name)
+        mach.u32(machine.kind)
         accepting = np.asarray(machine.accepting)
         table = np.asarray(machine.next)
-        calls = np.asarray(machine.calls, dtype=np.int64).reshape(-1, 2)
+        calls = np.concatenate(
+            [
+                np.asarray(machine.calls, dtype=np.int64).reshape(-1, 2),
+                np.asarray(machine.call_bounds, dtype=np.int64).reshape(-1, 2),
+            ],
+            axis=1,
+        )
         n_states = int(accepting.shape[0])
         if table.shape != (n_states, n_symbols):
             raise TrgcError(
@@ -201,8 +210,8 @@ def encoded_size(artifact: Artifact) -> int:
     )
     for machine in artifact.machines:
         n_states = machine.n_states
-        size += 16 + len(machine.name.encode("utf-8")) + n_states + 4
-        size += 4 * n_states * artifact.n_symbols + 8 * int(np.asarray(machine.calls).size // 2)
+        size += 20 + len(machine.name.encode("utf-8")) + n_states + 4
+        size += 4 * n_states * artifact.n_symbols + 16 * int(np.asarray(machine.calls).size // 2)
     return size
 
 
@@ -288,10 +297,11 @@ def _frame_sections(data: bytes) -> dict[bytes, tuple[int, int]]:
         raise _truncated("artifact content ends inside its header")
     version = struct.unpack_from("<I", data, 4)[0]
     if version != FORMAT_VERSION:
+        old = " (version 1 copied bounded repetitions; version 2 counts them)" if version == 1 else ""
         raise TrgcError(
             "E_ARTIFACT_VERSION",
-            f"artifact format version {version}; this trgc reads version {FORMAT_VERSION}",
-            hint="recompile the source with this trgc",
+            f"artifact format version {version}; this trgc reads version {FORMAT_VERSION}{old}",
+            hint="recompile the source with this trgc (`trgc compile SRC -o OUT.trga`)",
         )
     pos = HEADER_SIZE
     sections: dict[bytes, tuple[int, int]] = {}
@@ -335,7 +345,13 @@ def _decode_metadata(data: bytes, start: int, end: int) -> dict:
         raise _corrupt("section META is not UTF-8 JSON") from None
     if not isinstance(metadata, dict):
         raise _corrupt("section META must hold a JSON object")
-    if canonical_json(metadata) != raw:
+    try:
+        canonical = canonical_json(metadata)
+    except (ValueError, UnicodeEncodeError, RecursionError):
+        raise _corrupt(
+            "section META holds NaN, Infinity or a lone surrogate, which canonical JSON excludes"
+        ) from None
+    if canonical != raw:
         raise _corrupt("section META is not canonical JSON (sorted keys, no whitespace)")
     return metadata
 
@@ -381,9 +397,10 @@ def _decode_machines(
         raise _corrupt(
             f"section MACH: {n_symbols} symbols, but classes + specials = {n_symbols_expected}"
         )
-    raw: list[tuple[str, np.ndarray, np.ndarray, np.ndarray]] = []
+    raw: list[tuple] = []
     for _ in range(n_machines):
         name = reader.string("machine name")
+        kind = reader.u32("machine kind")
         n_states = reader.u32("state count")
         n_calls = reader.u32("call count")
         if n_states < 1:
@@ -393,14 +410,19 @@ def _decode_machines(
         table = np.frombuffer(
             reader.take(4 * n_states * n_symbols, "transition table"), dtype="<i4"
         )
-        calls = np.frombuffer(reader.take(8 * n_calls, "call table"), dtype="<i4")
-        raw.append((name, accepting, table.reshape(n_states, n_symbols), calls.reshape(n_calls, 2)))
+        calls = np.frombuffer(reader.take(16 * n_calls, "call table"), dtype="<i4")
+        raw.append((name, kind, accepting, table.reshape(n_states, n_symbols), calls.reshape(n_calls, 4)))
     reader.finish()
-    names = [name for name, *_ in raw]
+    names = [item[0] for item in raw]
     if len(set(names)) != len(names) or not all(names):
         raise _corrupt("section MACH: machine names must be non-empty and unique")
     machines = []
-    for name, accepting, table, calls in raw:
+    kinds = [item[1] for item in raw]
+    for name, kind, accepting, table, calls in raw:
+        if not 0 <= kind < N_KINDS:
+            raise _corrupt(
+                f"machine {name!r}: kind {kind} is not rule (0), shared (1) or repeat (2)"
+            )
         if accepting.size and int(accepting.max()) > 1:
             raise _corrupt(f"machine {name!r}: accepting flags must be 0 or 1")
         n_states, n_calls = accepting.shape[0], calls.shape[0]
@@ -408,22 +430,79 @@ def _decode_machines(
             raise _corrupt(
                 f"machine {name!r}: a transition targets a state or call edge that does not exist"
             )
-        for callee, ret in calls.tolist():
+        for callee, ret, rep_min, rep_max in calls.tolist():
             if not 0 <= callee < n_machines:
                 raise _corrupt(f"machine {name!r}: call to machine {callee}, which does not exist")
             if not 0 <= ret < n_states:
                 raise _corrupt(
                     f"machine {name!r}: call returns to state {ret}, which does not exist"
                 )
+            _check_bounds(name, kinds[callee] == REPEAT, rep_min, rep_max)
         machines.append(
             Machine(
                 name=name,
                 accepting=accepting.astype(bool),
                 next=table.astype(np.int32),
-                calls=calls.astype(np.int32),
+                calls=np.ascontiguousarray(calls[:, :2]).astype(np.int32),
+                kind=kind,
+                call_bounds=np.ascontiguousarray(calls[:, 2:]).astype(np.int32),
             )
         )
+    if machines[0].kind != RULE:
+        raise _corrupt("section MACH: machine 0 (the start rule) must be a rule machine")
+    _check_call_graph(machines)
     return max_depth, tuple(machines)
+
+
+def _check_bounds(name: str, repeat: bool, rep_min: int, rep_max: int) -> None:
+    """A call to a repeat machine carries `1 <= rep_min <= rep_max < MAX_BOUND` (`rep_max` 0:
+    unbounded); any other call carries (0, 0)."""
+    if repeat:
+        if not 1 <= rep_min < MAX_BOUND or not (rep_max == 0 or rep_min <= rep_max < MAX_BOUND):
+            raise _corrupt(
+                f"machine {name!r}: a call carries repetition bounds {rep_min}..{rep_max}; "
+                f"they need 1 <= min <= max < {MAX_BOUND} (max 0 = unbounded)"
+            )
+    elif rep_min or rep_max:
+        raise _corrupt(f"machine {name!r}: only calls of repeat machines carry bounds")
+
+
+def _check_call_graph(machines: list[Machine]) -> None:
+    """Every machine is reachable from machine 0, and calls between machines that do not
+    count toward `max_depth` form no cycle (else a stack could grow without bound)."""
+    callees = [sorted({int(c) for c in m.calls[:, 0].tolist()}) for m in machines]
+    seen = [False] * len(machines)
+    seen[0] = True
+    todo = [0]
+    while todo:
+        for c in callees[todo.pop()]:
+            if not seen[c]:
+                seen[c] = True
+                todo.append(c)
+    if not all(seen):
+        missing = machines[seen.index(False)].name
+        raise _corrupt(f"section MACH: machine {missing!r} is never called")
+    free = [m.depth_cost == 0 for m in machines]
+    state = [0] * len(machines)  # 0 unvisited, 1 on the path, 2 done
+    for root in range(len(machines)):
+        if not free[root] or state[root]:
+            continue
+        path = [(root, iter(callees[root]))]
+        state[root] = 1
+        while path:
+            node, it = path[-1]
+            nxt = next((c for c in it if free[c]), None)
+            if nxt is None:
+                state[node] = 2
+                path.pop()
+            elif state[nxt] == 1:
+                raise _corrupt(
+                    f"section MACH: machines {machines[node].name!r} and {machines[nxt].name!r} "
+                    "call each other without a rule machine between them"
+                )
+            elif state[nxt] == 0:
+                state[nxt] = 1
+                path.append((nxt, iter(callees[nxt])))
 
 
 def _decode_limits(data: bytes, start: int, end: int) -> dict[str, int]:
@@ -436,24 +515,55 @@ def _decode_limits(data: bytes, start: int, end: int) -> dict[str, int]:
         key = name.encode("utf-8")
         if not name or (limits and key <= previous):
             raise _corrupt("section LIMT: names must be non-empty and strictly ascending")
+        if name not in LIMIT_NAMES:
+            raise _corrupt(f"section LIMT: unknown limit {name!r}")
+        if value >= 2**63:
+            raise _corrupt(f"section LIMT: limit {name} = {value} is out of range")
         previous = key
         limits[name] = value
     reader.finish()
     return limits
 
 
-def decode(data: bytes) -> Artifact:
-    """Parse and validate canonical bytes. Errors: `E_ARTIFACT_MAGIC`, `E_ARTIFACT_VERSION`,
-    `E_ARTIFACT_TRUNCATED`, `E_ARTIFACT_CORRUPT`."""
+def _check_within_limits(
+    max_depth: int, machines: tuple[Machine, ...], limits: dict[str, int], size: int
+) -> None:
+    """The tables respect the limits the artifact says it was compiled with (the compiler
+    checks each before building)."""
+    states = sum(m.n_states for m in machines)
+    transitions = sum(int(np.count_nonzero(m.next != -1)) for m in machines)
+    bound = max((int(m.call_bounds.max(initial=0)) for m in machines), default=0)
+    for name, value in (
+        ("max_depth", max_depth),
+        ("states", states),
+        ("transitions", transitions),
+        ("repetition", bound),
+        ("compiled_bytes", size),
+    ):
+        if name in limits and value > limits[name]:
+            raise _corrupt(
+                f"the tables need {name} = {value:,}, above the {limits[name]:,} the artifact's "
+                "limits section says it was compiled with"
+            )
+
+
+def decode(data: bytes, *, limits: Limits = DEFAULT_LIMITS) -> Artifact:
+    """Parse and validate canonical bytes: framing, digest, every section, and every invariant
+    the compiler guarantees (table ranges, machine kinds and bounds, a call graph that bounds
+    the stack, tables within the artifact's own limits). `limits` are the reader's: `max_depth`
+    must not exceed its max_depth (stacks are allocated from it). Errors: `E_ARTIFACT_MAGIC`,
+    `E_ARTIFACT_VERSION`, `E_ARTIFACT_TRUNCATED`, `E_ARTIFACT_CORRUPT`, `E_LIMIT_MAX_DEPTH`."""
     data = bytes(data)
     sections = _frame_sections(data)
     metadata = _decode_metadata(data, *sections[b"META"])
     specials = _decode_specials(data, *sections[b"SPEC"])
     byte_class, n_classes = _decode_byte_classes(data, *sections[b"BCLS"])
     max_depth, machines = _decode_machines(data, *sections[b"MACH"], n_classes + len(specials))
-    limits = _decode_limits(data, *sections[b"LIMT"])
-    if limits != metadata.get("limits", {}):
+    own_limits = _decode_limits(data, *sections[b"LIMT"])
+    if own_limits != metadata.get("limits", {}):
         raise _corrupt("section LIMT disagrees with the metadata's limits")
+    _check_within_limits(max_depth, machines, own_limits, len(data))
+    check_limit("max_depth", max_depth, limits.max_depth, "the artifact's max_depth")
     source_start, source_end = sections[b"SRCH"]
     source_hash = data[source_start:source_end]
     if len(source_hash) != DIGEST_SIZE:
@@ -466,6 +576,8 @@ def decode(data: bytes) -> Artifact:
         raise _corrupt("section SRCH disagrees with the metadata's source_sha256")
     if "max_depth" in metadata and metadata["max_depth"] != max_depth:
         raise _corrupt("section MACH max_depth disagrees with the metadata")
+    if "machines" in metadata and metadata["machines"] != [m.name for m in machines]:
+        raise _corrupt("section MACH machine names disagree with the metadata")
     return Artifact(
         metadata=metadata,
         byte_class=byte_class,
@@ -476,9 +588,9 @@ def decode(data: bytes) -> Artifact:
     )
 
 
-def from_canonical(data: bytes) -> Artifact:
+def from_canonical(data: bytes, *, limits: Limits = DEFAULT_LIMITS) -> Artifact:
     """Decode canonical bytes and remember them as the artifact's identity source."""
-    artifact = decode(data)
+    artifact = decode(data, limits=limits)
     artifact._cache["canonical"] = bytes(data)
     return artifact
 
@@ -534,8 +646,8 @@ def decompress(blob: bytes, *, limits: Limits = DEFAULT_LIMITS) -> bytes:
 def from_file_bytes(blob: bytes, *, limits: Limits = DEFAULT_LIMITS) -> Artifact:
     """An artifact from file bytes (zstd container) or from canonical bytes."""
     if blob[:4] == MAGIC:
-        return from_canonical(blob)
-    return from_canonical(decompress(blob, limits=limits))
+        return from_canonical(blob, limits=limits)
+    return from_canonical(decompress(blob, limits=limits), limits=limits)
 
 
 def to_file_bytes(artifact: Artifact) -> bytes:
@@ -553,9 +665,10 @@ def load_artifact(
 ) -> Artifact:
     """Read and fully validate an artifact file; with `expect`, also require that identity
     (`E_ARTIFACT_IDENTITY`)."""
+    limits = limits or DEFAULT_LIMITS
     blob = read_bytes(path)
     try:
-        artifact = from_canonical(decompress(blob, limits=limits or DEFAULT_LIMITS))
+        artifact = from_canonical(decompress(blob, limits=limits), limits=limits)
     except TrgcError as error:
         if error.source is None:
             error.source = str(path)

@@ -13,9 +13,23 @@ Actions. `Machine.next[s, sym]` says what state `s` does on symbol `sym`:
 The compiler guarantees (predictive check) that at most one of shift, call and return can
 apply to any symbol in any configuration, so this table is the whole semantics.
 
-Configuration. A stack of `(machine, state)` frames, machine 0 state 0 at the start, depth at
-most `max_depth`. The input is accepted when every frame's state is accepting.
-Every machine's start state is 0, and states are numbered breadth-first (canonical).
+Machines. A machine is a *rule* (the start rule or a recursive rule), a *shared* rule (a
+non-recursive rule the front end keeps as one machine instead of inlining it at every use) or
+a *repeat*: the body of a counted repetition `x{m,n}`, whose frame carries counters. The bounds
+belong to the call edge (`call_bounds[k] = (rep_min, rep_max)`, `rep_max` 0 = unbounded), so
+one body serves every bound it is used with. Only rule frames count toward `max_depth`; the
+other two nest only as deeply as the grammar is written, which `frame_capacity` bounds.
+
+Configuration. A stack of `(machine, state, left, needed)` frames, `(0, 0, 0, 0)` at the
+start, with at most `max_depth` rule frames. A call to a repeat machine pushes
+`(callee, 0, rep_max - 1, rep_min - 1)` (`left = UNLIMITED` when `rep_max` is 0): `left` is
+how many more iterations may begin, `needed` how many must still follow the current one; both
+are 0 in other frames. At an accepting state of a repeat frame, on a symbol with no action
+there: if `left > 0` and state 0 has an action on the symbol, the frame *restarts*: state 0,
+`left - 1` (unchanged when UNLIMITED), `max(needed - 1, 0)`, and the symbol is handled there;
+otherwise it may return only when `needed == 0`. The input is accepted when every frame's
+state is accepting and every `needed` is 0. Every machine's start state is 0, and states are
+numbered breadth-first (canonical).
 """
 
 from __future__ import annotations
@@ -25,6 +39,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 NO_ACTION = -1
+RULE, SHARED, REPEAT = 0, 1, 2  # machine kinds
+KIND_NAMES = ("rule", "shared", "repeat")
+UNLIMITED = 2**31 - 1  # `left` of a frame whose repetition has no maximum
+MAX_BOUND = 2**30  # repetition bounds are below this (a format ceiling, whatever the limits say)
 
 
 def call_action(index: int) -> int:
@@ -45,10 +63,35 @@ class Machine:
     accepting: np.ndarray  # bool[n_states]
     next: np.ndarray  # int32[n_states, n_symbols]
     calls: np.ndarray  # int32[n_calls, 2]: (callee machine, return state)
+    kind: int = RULE
+    call_bounds: np.ndarray | None = None  # int32[n_calls, 2]: (rep_min, rep_max), 0s if no repeat
+
+    def __post_init__(self) -> None:
+        if self.call_bounds is None:
+            object.__setattr__(
+                self, "call_bounds", np.zeros((int(np.asarray(self.calls).shape[0]), 2), np.int32)
+            )
 
     @property
     def n_states(self) -> int:
         return int(self.accepting.shape[0])
+
+    @property
+    def depth_cost(self) -> int:
+        """How much one frame of this machine counts toward `max_depth` (rules 1, others 0)."""
+        return 1 if self.kind == RULE else 0
+
+
+def entry_counters(rep_min: int, rep_max: int) -> tuple[int, int]:
+    """(left, needed) of a frame pushed by a call with these bounds ((0, 0) for `(0, 0)`)."""
+    if rep_min == 0:
+        return (0, 0)
+    return (UNLIMITED if rep_max == 0 else rep_max - 1, rep_min - 1)
+
+
+def restarted(left: int, needed: int) -> tuple[int, int]:
+    """(left, needed) after a restart (the caller checked `left > 0`)."""
+    return (left if left == UNLIMITED else left - 1, max(needed - 1, 0))
 
 
 @dataclass(frozen=True, eq=False)

@@ -1,9 +1,10 @@
 """The automata driver: grammar + analysis -> canonical byte tables (`build_tables`).
 
-Pipeline (docs/compilation.md): alphabet of byte atoms -> per machine (the start rule and
-every recursive rule it calls) Thompson NFA with non-recursive rules inlined -> subset
-construction -> minimisation -> productivity trim -> FIRST -> minimisation -> FOLLOW ->
-predictive check and call resolution -> byte classes -> canonical numbering. Machines are
+Pipeline (docs/compilation.md): alphabet of byte atoms -> per machine (the start rule, every
+recursive rule, shared rule and counted repetition it calls) Thompson NFA with non-recursive
+rules inlined -> subset construction -> minimisation -> productivity trim -> FIRST ->
+minimisation -> FOLLOW -> predictive check and call resolution -> byte classes -> canonical
+numbering. Machines are
 numbered breadth-first from the start rule (machine 0) in order of first call; states
 breadth-first from state 0 with symbols ascending; call edges in order of first use. No
 set or dict order reaches the output, so the tables are identical under any PYTHONHASHSEED.
@@ -20,8 +21,9 @@ from trgc.automata.alphabet import Alphabet, build_alphabet
 from trgc.automata.byteclasses import byte_classes
 from trgc.automata.dfa import Counter, Dfa, determinize
 from trgc.automata.minimize import minimize
-from trgc.automata.nfa import RuleInfo, build_nfa
+from trgc.automata.nfa import RuleInfo, build_nfa, is_plain
 from trgc.automata.predictive import (
+    Conflicts,
     Resolved,
     drop_empty_calls,
     first_sets,
@@ -30,10 +32,12 @@ from trgc.automata.predictive import (
     trim_unproductive,
 )
 from trgc.errors import Span, TrgcError
-from trgc.grammar.ast import Grammar, Rule
+from trgc.grammar.ast import Grammar, Kind, Rule
 from trgc.limits import Budget, Limits, check_limit
 
 NO_ACTION = -1
+# machine kinds (the numbers of `trgc.artifact.model`)
+RULE, SHARED, REPEAT = 0, 1, 2
 
 
 class AnalysisLike(Protocol):
@@ -52,6 +56,8 @@ class MachineTable:
     accepting: np.ndarray  # bool[n_states]
     next: np.ndarray  # int32[n_states, n_symbols]; >= 0 shift, -1 none/return, <= -2 call -2-k
     calls: np.ndarray  # int32[n_calls, 2]: (callee machine, return state)
+    kind: int = RULE  # RULE (counts toward max_depth), SHARED or REPEAT
+    call_bounds: np.ndarray | None = None  # int32[n_calls, 2]: (rep_min, rep_max) of a repeat
 
     @property
     def n_states(self) -> int:
@@ -66,7 +72,7 @@ class Tables:
     n_classes: int
     specials: tuple[str, ...]  # sorted special-token names
     machines: tuple[MachineTable, ...]  # machine 0 is the start rule
-    machine_rules: tuple[str, ...]  # rule name of each machine
+    machine_rules: tuple[str, ...]  # name of each machine
     stats: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -74,26 +80,126 @@ class Tables:
         return self.n_classes + len(self.specials)
 
 
+@dataclass(frozen=True)
+class Spec:
+    """Where a machine comes from: a rule (RULE, SHARED) or a counted repetition (REPEAT)."""
+
+    name: str
+    root: int  # the AST node its NFA is built from
+    kind: int
+    rule: str  # the grammar rule it is written in (error places)
+    low: int = 0  # REPEAT: the bounds as written
+    high: int | None = None
+    node: int = -1  # REPEAT: the repetition node (its body is `root`)
+
+
 def build_tables(
     grammar: Grammar, analysis: AnalysisLike, *, limits: Limits, budget: Budget
 ) -> Tables:
     """Compile an analysed grammar into canonical tables (see the module docstring).
+
+    Counted repetitions and shared rules are tried as machines first; when the predictive
+    check finds a conflict that involves one of them, those are expanded (copied or inlined,
+    which is always exact) and the grammar is compiled again. Each retry expands at least one
+    more construct, so this ends; every attempt charges the same operation budget.
 
     Raises `E_LIMIT_STATES`, `E_LIMIT_TRANSITIONS`, `E_LIMIT_OPERATIONS`,
     `E_PREDICTIVE_CONFLICT` or `E_EMPTY_LANGUAGE`.
     """
     used_before = budget.used
     rule_index = dict(analysis.rule_index)
-    info = RuleInfo(rule_index, tuple(analysis.recursive), tuple(analysis.nullable))
     start = grammar.start
     if start is None:
         start = grammar.rules[getattr(analysis, "start", 0)].name
-    recursive_rules = tuple(
-        r.name for i, r in enumerate(grammar.rules) if info.recursive[i] and rule_index[r.name] == i
-    )
-    alphabet = build_alphabet(grammar, recursive_rules)
-    places = {name: _place(grammar.rules[i]) for name, i in rule_index.items()}
+    owners = _owners(grammar, rule_index, budget)
+    expand: frozenset[int] = frozenset()
+    inline: frozenset[str] = frozenset()
+    attempts = 0
+    while True:
+        attempts += 1
+        specs = _specs(grammar, analysis, rule_index, start, owners, inline)
+        info = RuleInfo(
+            rule_index,
+            tuple(analysis.recursive),
+            tuple(analysis.nullable),
+            shared=frozenset(n for n, sp in specs.items() if sp.kind == SHARED),
+            repeats={sp.node: n for n, sp in specs.items() if sp.kind == REPEAT},
+            expand=expand,
+        )
+        attempt = _attempt(grammar, info, specs, start, limits, budget)
+        if isinstance(attempt, Tables):
+            attempt.stats["operations"] = budget.used - used_before
+            attempt.stats["attempts"] = attempts
+            return attempt
+        conflicts, places = attempt
+        involved = sorted(n for n in conflicts.involved if specs[n].kind != RULE)
+        if not involved:
+            raise conflicts.error(places)
+        expand |= {specs[n].node for n in involved if specs[n].kind == REPEAT}
+        inline |= {n for n in involved if specs[n].kind == SHARED}
 
+
+def _owners(grammar: Grammar, rule_index: dict[str, int], budget: Budget) -> dict[int, str]:
+    """The rule each repetition node is written in (the first rule whose body holds it)."""
+    owners: dict[int, str] = {}
+    for name, i in sorted(rule_index.items(), key=lambda item: item[1]):
+        stack = [grammar.rules[i].body]
+        while stack:
+            node_id = stack.pop()
+            budget.charge(1, "machine planning")
+            node = grammar.nodes[node_id]
+            if node.kind == Kind.REPEAT and node_id not in owners:
+                owners[node_id] = name
+            stack.extend(node.children)
+    return owners
+
+
+def _specs(
+    grammar: Grammar,
+    analysis: AnalysisLike,
+    rule_index: dict[str, int],
+    start: str,
+    owners: dict[int, str],
+    inline: frozenset[str],
+) -> dict[str, Spec]:
+    """Every construct that may become a machine, by machine name: the start rule, the
+    recursive rules, the rules marked `shared` (unless inlined after a conflict) and every
+    repetition whose bounds are not plain. Repetition machines are named after their rule
+    (`value{}`, then `value{}#2`, ... in arena order; the bounds are on the call edges, so the
+    size of an artifact never depends on them); rule names cannot contain braces, so the names
+    never collide."""
+    specs: dict[str, Spec] = {}
+    for name, i in sorted(rule_index.items(), key=lambda item: item[1]):
+        rule = grammar.rules[i]
+        if name == start or analysis.recursive[i]:
+            specs[name] = Spec(name, rule.body, RULE, name)
+        elif rule.shared and name not in inline:
+            specs[name] = Spec(name, rule.body, SHARED, name)
+    for node_id in sorted(owners):
+        low, high, *forced = grammar.nodes[node_id].payload
+        if is_plain(low, high) and not (forced and forced[0] and high != 0):
+            continue
+        stem = f"{owners[node_id]}{{}}"
+        name, n = stem, 1
+        while name in specs:
+            n += 1
+            name = f"{stem}#{n}"
+        body = grammar.nodes[node_id].children[0]
+        specs[name] = Spec(name, body, REPEAT, owners[node_id], low, high, node_id)
+    return specs
+
+
+def _attempt(
+    grammar: Grammar,
+    info: RuleInfo,
+    specs: dict[str, Spec],
+    start: str,
+    limits: Limits,
+    budget: Budget,
+) -> Tables | tuple[Conflicts, dict[str, dict]]:
+    """One compilation with the given machine plan: the tables, or the conflicts found."""
+    alphabet = build_alphabet(grammar, tuple(specs))
+    places = {name: _place(grammar.rules[info.index[sp.rule]]) for name, sp in specs.items()}
     counter = Counter()
     dfas: dict[str, Dfa] = {}
     specials_of: dict[str, frozenset[str]] = {}
@@ -104,8 +210,9 @@ def build_tables(
         name = pending.pop(0)
         if name in dfas:
             continue
+        spec = specs[name]
         nfa, specials, calls = build_nfa(
-            grammar, info, alphabet, name, limits=limits, budget=budget
+            grammar, info, alphabet, name, limits=limits, budget=budget, root=spec.root
         )
         nfa_states += nfa.n_states
         dfa = determinize(nfa, rule=name, limits=limits, budget=budget, counter=counter)
@@ -131,12 +238,17 @@ def build_tables(
         name: dfa if dfa.n_transitions == built[name].n_transitions else minimize(dfa, budget)
         for name, dfa in sorted(dfas.items())
     }
-    follow = follow_sets(dfas, start, first, alphabet, budget)
-    resolved = resolve(dfas, start, first, follow, alphabet, budget, places)
+    counts = {name: _counts(specs[name], dfa) for name, dfa in dfas.items()}
+    follow = follow_sets(dfas, start, first, alphabet, budget, counts)
+    resolved = resolve(dfas, start, first, follow, alphabet, budget, counts)
+    if isinstance(resolved, Conflicts):
+        return resolved, places
     class_of_byte, representatives = byte_classes(resolved, alphabet, budget)
+    same = _same_machines(resolved, {n: specs[n].kind for n in resolved}, counts, budget)
     tables = _canonical(
-        resolved, start, alphabet, class_of_byte, representatives, specials_of, limits, budget
-    )
+        resolved, start, alphabet, class_of_byte, representatives, specials_of, limits, budget,
+        {name: specs[name].kind for name in resolved}, counts, same,
+    )  # fmt: skip
     transitions = sum(int(np.count_nonzero(m.next != NO_ACTION)) for m in tables.machines)
     tables.stats.update(
         {
@@ -146,10 +258,63 @@ def build_tables(
             "transitions": transitions,
             "machines": len(tables.machines),
             "classes": tables.n_classes,
-            "operations": budget.used - used_before,
         }
     )
     return tables
+
+
+def _counts(spec: Spec, dfa: Dfa) -> tuple[int, int]:
+    """(rep_min, rep_max) of a machine: for a counted repetition the iterations needed once
+    it is called (at least 1; 1 when the body is nullable, since `x{m,n}` is `x{0,n}` then)
+    and the most (0 = unbounded); (0, 0) for rules."""
+    if spec.kind != REPEAT:
+        return (0, 0)
+    low = 1 if dfa.accepting[0] else max(spec.low, 1)
+    return (low, 0 if spec.high is None else spec.high)
+
+
+def _same_machines(
+    resolved: dict[str, Resolved],
+    kinds: dict[str, int],
+    counts: dict[str, tuple[int, int]],
+    budget: Budget,
+) -> dict[str, str]:
+    """Each machine's representative among the machines with the same tables: the same kind,
+    acceptance and actions, calls to equivalent machines with the same bounds. The coarsest
+    such partition (refined from "same kind and tables, callees aside" until stable), so the
+    bodies of every `maxLength` string, or of two rules written alike, are one machine. The
+    representative is the first name in sorted order."""
+    names = sorted(resolved)
+
+    def shape(name: str, classes: dict[str, int] | None) -> tuple:
+        rows = []
+        for row in resolved[name].rows:
+            rows.append(
+                tuple(
+                    (a, t) if not isinstance(t, tuple)
+                    else (a, None if classes is None else classes[t[0]], t[1], counts[t[0]])
+                    for a, t in row.items()
+                )
+            )  # fmt: skip
+        budget.charge(1 + sum(len(r) for r in rows), "machine sharing")
+        return (kinds[name], tuple(resolved[name].accepting), tuple(rows))
+
+    def partition(previous: dict[str, int] | None) -> dict[str, int]:
+        ids: dict[tuple, int] = {}
+        out = {}
+        for n in names:
+            key = shape(n, None) if previous is None else (previous[n], shape(n, previous))
+            out[n] = ids.setdefault(key, len(ids))
+        return out
+
+    classes = partition(None)
+    while True:
+        refined = partition(classes)
+        if len(set(refined.values())) == len(set(classes.values())):
+            break
+        classes = refined
+    first: dict[int, str] = {}
+    return {n: first.setdefault(classes[n], n) for n in names}
 
 
 def _place(rule: Rule) -> dict:
@@ -169,8 +334,12 @@ def _canonical(
     specials_of: dict[str, frozenset[str]],
     limits: Limits,
     budget: Budget,
+    kinds: dict[str, int],
+    counts: dict[str, tuple[int, int]],
+    same: dict[str, str],
 ) -> Tables:
-    """Number machines, states and calls breadth-first and fill the numpy tables."""
+    """Number machines, states and calls breadth-first and fill the numpy tables; a call goes
+    to the callee's representative (`_same_machines`) and carries the callee's bounds."""
     machine_order = [start]
     machine_number = {start: 0}
     # every machine reachable through calls, in order of first call
@@ -195,7 +364,7 @@ def _canonical(
                     continue
                 entries += 1
                 if isinstance(action, tuple):
-                    callee, target = action
+                    callee, target = same[action[0]], action[1]
                     if callee not in machine_number:
                         machine_number[callee] = len(machine_order)
                         machine_order.append(callee)
@@ -219,7 +388,7 @@ def _canonical(
         budget.charge(len(queue) * max(n_symbols, 1), "table layout")
         next_table = np.full((len(queue), n_symbols), NO_ACTION, dtype=np.int32)
         accepting = np.zeros(len(queue), dtype=bool)
-        calls: dict[tuple[int, int], int] = {}
+        calls: dict[tuple[int, int, int, int], int] = {}
         for new, old in enumerate(queue):
             accepting[new] = resolved[name].accepting[old]
             row = rows[old]
@@ -228,15 +397,24 @@ def _canonical(
                 if action is None:
                     continue
                 if isinstance(action, tuple):
-                    key = (machine_number[action[0]], new_id[action[1]])
+                    key = (machine_number[same[action[0]]], new_id[action[1]], *counts[action[0]])
                     k = calls.get(key)
                     if k is None:
                         k = calls[key] = len(calls)
                     next_table[new, sym] = -2 - k
                 else:
                     next_table[new, sym] = new_id[action]
-        call_table = np.array(list(calls), dtype=np.int32).reshape(len(calls), 2)
-        machines.append(MachineTable(name, accepting, next_table, call_table))
+        call_table = np.array(list(calls), dtype=np.int32).reshape(len(calls), 4)
+        machines.append(
+            MachineTable(
+                name,
+                accepting,
+                next_table,
+                np.ascontiguousarray(call_table[:, :2]),
+                kinds[name],
+                np.ascontiguousarray(call_table[:, 2:]),
+            )
+        )
     n_classes = len(representatives)
     return Tables(
         byte_class=np.array(class_of_byte, dtype=np.uint8),

@@ -2,17 +2,20 @@
 
 Edges are labelled with atom ranges (`alphabet.py`): a byte range is a run of byte atoms, a
 special token or a call is a single atom. References to non-recursive rules are expanded in
-place (inlined); a reference to a recursive rule R is one edge on the call symbol of R, plus
-an epsilon bypass when R is nullable.
+place (inlined); a reference to a machine (a recursive rule, or a rule the front end marked
+`shared`) is one edge on the machine's call symbol, plus an epsilon bypass when it is nullable.
 
 Fragment invariant: every fragment has one entry state and one exit state; the exit state
 has no outgoing edge when the fragment is finished and is only reached once the fragment
 has matched completely. Edges into an entry are always safe; epsilon *exits* are only
 added from exit states or fresh states (otherwise `x{0,n}` could leave a fragment half way).
 
-Bounded repetition `x{m,n}` builds `x` once and then copies its state range (a template)
-`n - 1` times, checking the state limit before copying, so the cost is the size of the
-result and never a re-walk of the subtree per copy.
+Bounded repetition `x{m,n}` is *counted* (docs/compilation.md, "Counters"): its body becomes a
+machine of its own whose frame carries an iteration counter, and the repetition is one call
+edge, so its size does not depend on `m` or `n`. Only when copying is cheaper than a frame (at
+most `EXPAND_STATES` NFA states in all), or when the counted form was found to conflict, is
+`x` built once and its state range copied as a template `n - 1` times, checking the state
+limit before copying.
 """
 
 from __future__ import annotations
@@ -26,6 +29,15 @@ from trgc.limits import Budget, Limits
 
 # An NFA is allowed this many times the DFA state limit (NFAs carry many epsilon states).
 NFA_STATE_FACTOR = 4
+# A repetition is copied instead of counted when its copies add at most this many NFA states.
+EXPAND_STATES = 64
+# Bounds that are plain loops or options, never counted nor copied.
+PLAIN_BOUNDS = frozenset({(0, 1), (1, 1), (0, None), (1, None)})
+
+
+def is_plain(low: int, high: int | None) -> bool:
+    """`x?`, `x`, `x*` and `x+`: bounds that need neither copies nor a counter."""
+    return (low, high) in PLAIN_BOUNDS or high == 0
 
 
 @dataclass
@@ -44,11 +56,25 @@ class Nfa:
 
 @dataclass(frozen=True)
 class RuleInfo:
-    """What NFA construction needs to know about the rules."""
+    """What NFA construction needs to know about the rules and the machines.
+
+    `shared` are the non-recursive rules compiled as machines (called, not inlined);
+    `repeats` maps every repetition node that may be counted to its machine's name, and
+    `expand` lists the repetition nodes that must be copied instead (the counted form
+    conflicted). A builder with `expand_all` inlines every non-recursive rule and copies every
+    repetition (operands of automata products must be call-free).
+    """
 
     index: dict[str, int]  # rule name -> position in grammar.rules
     recursive: tuple[bool, ...]
     nullable: tuple[bool, ...]
+    shared: frozenset[str] = frozenset()
+    repeats: dict[int, str] | None = None
+    expand: frozenset[int] = frozenset()
+
+    def is_machine(self, name: str) -> bool:
+        """Whether a reference to rule `name` is a call (else it is inlined)."""
+        return self.recursive[self.index[name]] or name in self.shared
 
 
 class _Builder:
@@ -60,8 +86,11 @@ class _Builder:
         limits: Limits,
         budget: Budget,
         rule: str,
+        *,
+        expand_all: bool = False,
     ):
         self.grammar = grammar
+        self.expand_all = expand_all
         self.info = info
         self.alphabet = alphabet
         self.budget = budget
@@ -142,7 +171,9 @@ class _Builder:
                 elif kind == Kind.REF:
                     name: str = node.payload
                     ri = self.info.index[name]
-                    if self.info.recursive[ri]:
+                    if self.info.is_machine(name) and not (
+                        self.expand_all and not self.info.recursive[ri]
+                    ):
                         self._reserve(2, node.line, node.column)
                         s, e = self._new(), self._new()
                         a = self.alphabet.call_atom(name)
@@ -158,7 +189,7 @@ class _Builder:
                     for child in reversed(node.children):
                         stack.append(("enter", child))
                 elif kind == Kind.REPEAT:
-                    low, high = node.payload
+                    low, high = node.payload[:2]
                     if high == 0:
                         self._reserve(1, node.line, node.column)
                         s = self._new()
@@ -187,13 +218,63 @@ class _Builder:
                     self.eps[fe].append(e)
                 results.append((s, e))
             else:
-                results.append(self._repeat(nodes[item[1]], item[2], results.pop()))
+                node_id = item[1]
+                child = results.pop()
+                name = self._counted_name(node_id, item[2])
+                if name is None:
+                    results.append(self._repeat(nodes[node_id], item[2], child))
+                else:
+                    results.append(self._count(name, nodes[node_id], item[2], child))
         (start, final) = results.pop()
         return Nfa(self.eps, self.edges, start, final)
 
+    def _counted_name(self, node_id: int, mark: int) -> str | None:
+        """The machine name when repetition `node_id`, whose body was just built from state
+        `mark` on, is to be counted; None when it is copied."""
+        repeats = self.info.repeats or {}
+        name = repeats.get(node_id)
+        if name is None or self.expand_all or node_id in self.info.expand:
+            return None
+        low, high, *forced = self.grammar.nodes[node_id].payload
+        copies = (high if high is not None else max(low, 1)) - 1
+        if forced and forced[0]:
+            return name
+        return name if copies * (len(self.eps) - mark) > EXPAND_STATES else None
+
+    def _count(self, name: str, node, mark: int, child: tuple[int, int]) -> tuple[int, int]:
+        """A counted repetition: the body built from `mark` on is dropped (it is built again
+        as machine `name`) and replaced by one call edge, bypassed when zero iterations are
+        possible (a zero minimum or a nullable body)."""
+        nullable = self._reaches(child[0], child[1], mark)
+        del self.eps[mark:]
+        del self.edges[mark:]
+        self._reserve(2, node.line, node.column)
+        s, e = self._new(), self._new()
+        a = self.alphabet.call_atom(name)
+        self.edges[s].append((a, a, e))
+        if node.payload[0] == 0 or nullable:
+            self.eps[s].append(e)
+        self.calls_used.add(name)
+        return s, e
+
+    def _reaches(self, start: int, end: int, mark: int) -> bool:
+        """Is `end` epsilon-reachable from `start` (within states `mark`.. of one fragment)?"""
+        seen = {start}
+        todo = [start]
+        while todo:
+            q = todo.pop()
+            if q == end:
+                return True
+            for t in self.eps[q]:
+                if t not in seen and t >= mark:
+                    seen.add(t)
+                    todo.append(t)
+        self.budget.charge(len(seen), "NFA construction")
+        return False
+
     def _repeat(self, node, mark: int, child: tuple[int, int]) -> tuple[int, int]:
         """`child{low,high}` from the child's state range [mark, len) copied as a template."""
-        low, high = node.payload
+        low, high = node.payload[:2]
         count = high if high is not None else max(low, 1)
         size = len(self.eps) - mark
         self._reserve((count - 1) * size + 2, node.line, node.column)
@@ -229,11 +310,15 @@ def build_nfa(
     *,
     limits: Limits,
     budget: Budget,
+    root: int | None = None,
 ) -> tuple[Nfa, frozenset[str], frozenset[str]]:
-    """The NFA of `rule`'s body with non-recursive references inlined.
+    """The NFA of machine `rule`: the body of that rule, or the subtree at `root` (a counted
+    repetition's body), with non-recursive references inlined.
 
-    Returns the NFA, the special names it uses and the recursive rules it calls.
+    Returns the NFA, the special names it uses and the machines it calls.
     """
     builder = _Builder(grammar, info, alphabet, limits, budget, rule)
-    nfa = builder.build(grammar.rules[info.index[rule]].body)
+    if root is None:
+        root = grammar.rules[info.index[rule]].body
+    nfa = builder.build(root)
     return nfa, frozenset(builder.specials_used), frozenset(builder.calls_used)

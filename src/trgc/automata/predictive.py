@@ -1,12 +1,16 @@
 """Calls -> input actions: productivity, FIRST, FOLLOW and the predictive check.
 
-Each machine is a DFA whose call atoms (one per recursive rule) lead to return states. At
-run time a call is taken on an input symbol `x` iff `x` is in FIRST of the callee, a frame
-returns on `x` iff its state is accepting, nothing else handles `x` there, and a caller can
-continue with `x` (FOLLOW). *Predictive rule*: at every state each input symbol selects at
-most one of {shift, one call, return}; any overlap is `E_PREDICTIVE_CONFLICT`. All sets are
-Python ints used as bitsets over input atoms (bit `n_input` is end of input in FOLLOW).
-Fixed points iterate machines in sorted order and charge every pass to the budget.
+Each machine is a DFA whose call atoms (one per machine) lead to return states. At run time a
+call is taken on an input symbol `x` iff `x` is in FIRST of the callee, a frame returns on `x`
+iff its state is accepting, nothing else handles `x` there, and a caller can continue with `x`
+(FOLLOW). A counted repetition's machine also *restarts*: at the end of an iteration (an
+accepting state), a symbol of its own FIRST begins the next iteration while the counter allows
+one. *Predictive rule*: at every state each input symbol selects at most one of {shift, one
+call, restart, return}; any overlap is `E_PREDICTIVE_CONFLICT`, except restart against return
+in a repetition with `min == max`, where the counter decides (restart below the bound, return
+at it). All sets are Python ints used as bitsets over input atoms (bit `n_input` is end of
+input in FOLLOW). Fixed points iterate machines in sorted order and charge every pass to the
+budget.
 """
 
 from __future__ import annotations
@@ -23,6 +27,15 @@ MAX_PATH_SHOWN = 40  # symbols of a conflict's path shown (the last ones)
 
 # A resolved action: an int >= 0 is a shift target; (callee, return_state) is a call.
 Action = int | tuple[str, int]
+# machine name -> (rep_min, rep_max) of a counted repetition, (0, 0) for other machines
+Counts = dict[str, tuple[int, int]]
+
+
+def restarts(counts: Counts, name: str) -> bool:
+    """Can machine `name` begin another iteration at the end of one (a counted repetition
+    with a maximum other than 1)?"""
+    low, high = counts.get(name, (0, 0))
+    return low >= 1 and high != 1
 
 
 @dataclass
@@ -153,6 +166,7 @@ def _handled(
     first: dict[str, int],
     follow: dict[str, int],
     alphabet: Alphabet,
+    counts: Counts,
 ) -> int:
     row = dfa.delta[state]
     mask = _shift_mask(row, alphabet)
@@ -160,11 +174,18 @@ def _handled(
         mask |= first[callee]
     if dfa.accepting[state]:
         mask |= follow[caller]
+        if restarts(counts, caller):
+            mask |= first[caller]
     return mask
 
 
 def follow_sets(
-    dfas: dict[str, Dfa], start: str, first: dict[str, int], alphabet: Alphabet, budget: Budget
+    dfas: dict[str, Dfa],
+    start: str,
+    first: dict[str, int],
+    alphabet: Alphabet,
+    budget: Budget,
+    counts: Counts,
 ) -> dict[str, int]:
     """FOLLOW(R) = union over call sites of R of what the return state handles (fixed point)."""
     names = sorted(dfas)
@@ -180,7 +201,9 @@ def follow_sets(
         changed = False
         budget.charge(len(sites) + 1, "FOLLOW sets")
         for caller, callee, r in sites:
-            mask = follow[callee] | _handled(dfas[caller], r, caller, first, follow, alphabet)
+            mask = follow[callee] | _handled(
+                dfas[caller], r, caller, first, follow, alphabet, counts
+            )
             if mask != follow[callee]:
                 follow[callee] = mask
                 changed = True
@@ -240,12 +263,18 @@ def render_path(path: tuple[int, ...], alphabet: Alphabet) -> str:
     return " ".join(parts) if parts else "the start"
 
 
-class _Conflicts:
+class Conflicts:
+    """Every overlap the predictive check found: the first `MAX_REPORTED_CONFLICTS` in detail,
+    the total, and the machines involved (the machine where an overlap is, when it returns or
+    restarts there, and every callee of a competing call), which lets the driver expand
+    counted repetitions and shared rules that caused it."""
+
     def __init__(self, dfas: dict[str, Dfa], alphabet: Alphabet):
         self.dfas = dfas
         self.alphabet = alphabet
         self.items: list[dict] = []
         self.count = 0
+        self.involved: set[str] = set()
         self._paths: dict[str, list] = {}
 
     def path(self, machine: str, state: int) -> str:
@@ -272,6 +301,19 @@ class _Conflicts:
             }
         )
 
+    def error(self, places: dict[str, dict]) -> TrgcError:
+        """The one `E_PREDICTIVE_CONFLICT` that reports them all."""
+        first_conflict = self.items[0]
+        more = f" (and {self.count - 1} more)" if self.count > 1 else ""
+        return TrgcError(
+            "E_PREDICTIVE_CONFLICT",
+            f"rule {first_conflict['rule']}: after {first_conflict['after']}, input {first_conflict['symbol']} "
+            f"could {first_conflict['actions'][0]} or {first_conflict['actions'][1]}{more}",
+            **places.get(first_conflict["rule"], {}),
+            hint="trg-1 grammars must be predictive: rewrite the rules so one symbol selects one action",
+            details={"conflicts": self.items, "count": self.count},
+        )
+
 
 def _return_reason(
     machine: str,
@@ -279,7 +321,8 @@ def _return_reason(
     dfas: dict[str, Dfa],
     first: dict[str, int],
     follow: dict[str, int],
-    conflicts: _Conflicts,
+    conflicts: Conflicts,
+    counts: Counts,
 ) -> str:
     """`return from R (rule C continues with it after ...)`, naming a call site whose return
     state consumes the symbol itself if there is one, else one that returns further."""
@@ -292,7 +335,7 @@ def _return_reason(
             for row in dfa.delta:
                 for callee, r in _calls_of(row, alphabet):
                     handled = _handled(
-                        dfa, r, caller, first, no_follow if direct else follow, alphabet
+                        dfa, r, caller, first, no_follow if direct else follow, alphabet, counts
                     )
                     if callee == machine and handled & bit:
                         how = "continues with it" if direct else "can return with it"
@@ -307,17 +350,20 @@ def resolve(
     follow: dict[str, int],
     alphabet: Alphabet,
     budget: Budget,
-    places: dict[str, dict],
-) -> dict[str, Resolved]:
-    """Replace call atoms by input actions; raise one `E_PREDICTIVE_CONFLICT` listing all overlaps.
+    counts: Counts,
+) -> dict[str, Resolved] | Conflicts:
+    """Replace call atoms by input actions, or return every overlap found (`Conflicts`).
 
-    `places` maps a rule name to the `span=` or `pointer=` keyword of its error location."""
+    A restart needs no table entry: at an accepting state of a counted repetition the run-time
+    step restarts on a symbol that state 0 handles (docs/compilation.md, "Counters"), so the
+    check only makes sure nothing else claims those symbols there."""
     n_input = alphabet.n_input
     input_mask = (1 << n_input) - 1
-    conflicts = _Conflicts(dfas, alphabet)
+    conflicts = Conflicts(dfas, alphabet)
     out: dict[str, Resolved] = {}
     for name in sorted(dfas):
         dfa = dfas[name]
+        rep_min, rep_max = counts.get(name, (0, 0))
         rows: list[dict[int, Action]] = []
         for s, row in enumerate(dfa.delta):
             budget.charge(1 + len(row), "predictive check")
@@ -327,17 +373,30 @@ def resolve(
                 options.append((f"shift in rule {name}", shifts, None))
             for callee, r in _calls_of(row, alphabet):
                 options.append((f"call {callee}", first[callee], (callee, r)))
+            if s and dfa.accepting[s] and restarts(counts, name):
+                # state 0 begins an iteration itself: restarting there would change nothing
+                options.append((f"restart {name}", first[name], None))
             if dfa.accepting[s] and follow[name] & input_mask:
                 options.append(("return", follow[name] & input_mask, None))
             for i in range(len(options)):
                 for j in range(i + 1, len(options)):
+                    kinds = {options[i][0].split()[0], options[j][0].split()[0]}
+                    if kinds == {"restart", "return"} and rep_min == rep_max:
+                        continue  # the counter decides: restart below the bound, return at it
                     overlap = options[i][1] & options[j][1]
+                    if not overlap:
+                        continue
+                    for option in (options[i], options[j]):
+                        if option[2] is not None:
+                            conflicts.involved.add(option[2][0])
+                        elif not option[0].startswith("shift"):
+                            conflicts.involved.add(name)
                     for atom in _bits(overlap):
                         if not conflicts.wants_more():
                             conflicts.count += 1
                             continue
                         described = [
-                            _return_reason(name, atom, dfas, first, follow, conflicts)
+                            _return_reason(name, atom, dfas, first, follow, conflicts, counts)
                             if o[0] == "return"
                             else o[0]
                             for o in (options[i], options[j])
@@ -352,14 +411,5 @@ def resolve(
             rows.append(dict(sorted(resolved.items())))
         out[name] = Resolved(rows, list(dfa.accepting))
     if conflicts.count:
-        first_conflict = conflicts.items[0]
-        more = f" (and {conflicts.count - 1} more)" if conflicts.count > 1 else ""
-        raise TrgcError(
-            "E_PREDICTIVE_CONFLICT",
-            f"rule {first_conflict['rule']}: after {first_conflict['after']}, input {first_conflict['symbol']} "
-            f"could {first_conflict['actions'][0]} or {first_conflict['actions'][1]}{more}",
-            **places.get(first_conflict["rule"], {}),
-            hint="trg-1 grammars must be predictive: rewrite the rules so one symbol selects one action",
-            details={"conflicts": conflicts.items, "count": conflicts.count},
-        )
+        return conflicts
     return out

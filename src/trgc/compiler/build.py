@@ -8,16 +8,16 @@ grammar, the limits and the trgc version: no timestamps, paths or hash-seed-depe
 from __future__ import annotations
 
 from trgc.artifact.codec import encode, encoded_size
-from trgc.artifact.model import Artifact, Machine
+from trgc.artifact.model import REPEAT, RULE, SHARED, Artifact, Machine
 from trgc.errors import TrgcError
 from trgc.grammar.ast import Grammar, Kind
 from trgc.limits import DEFAULT_LIMITS, Budget, Limits, check_limit
 
-ARTIFACT_FORMAT = "trga-1"
+ARTIFACT_FORMAT = "trga-2"
 DEFAULT_MAX_DEPTH = 32
 
 
-def _features(grammar: Grammar, n_machines: int, specials: tuple[str, ...]) -> list[str]:
+def _features(grammar: Grammar, machines: tuple[Machine, ...], specials: tuple[str, ...]) -> list[str]:
     """Constructs the grammar uses, as a sorted list (one pass over the node arena)."""
     found: set[str] = set()
     for node in grammar.nodes:
@@ -28,11 +28,16 @@ def _features(grammar: Grammar, n_machines: int, specials: tuple[str, ...]) -> l
         elif node.kind == Kind.LITERAL and any(b > 0x7F for b in node.payload):
             found.add("unicode")
         elif node.kind == Kind.REPEAT:
-            low, high = node.payload
-            if (low, high) not in ((0, None), (1, None), (0, 1)):
+            low, high, *forced = node.payload
+            if (low, high) not in ((0, None), (1, None), (0, 1)) or any(forced):
                 found.add("counted_repetition")
-    if n_machines > 1:
+    kinds = {m.kind for m in machines}
+    if any(m.kind == RULE for m in machines[1:]):
         found.add("recursion")
+    if REPEAT in kinds:
+        found.add("counters")
+    if SHARED in kinds:
+        found.add("shared_rules")
     if specials:
         found.add("specials")
     return sorted(found)
@@ -69,7 +74,10 @@ def compile_ast(
     tables = build_tables(grammar, analysis, limits=limits, budget=budget)
     max_depth = grammar.max_depth if grammar.max_depth is not None else DEFAULT_MAX_DEPTH
     check_limit("max_depth", max_depth, limits.max_depth, "max_depth")
-    machines = tuple(Machine(m.name, m.accepting, m.next, m.calls) for m in tables.machines)
+    machines = tuple(
+        Machine(m.name, m.accepting, m.next, m.calls, m.kind, m.call_bounds)
+        for m in tables.machines
+    )
     metadata: dict = {
         "format": ARTIFACT_FORMAT,
         "compiler": {"name": "trgc", "version": __version__},
@@ -78,7 +86,7 @@ def compile_ast(
         "machines": list(tables.machine_rules),
         "max_depth": max_depth,
         "limits": limits.to_dict(),
-        "features": _features(grammar, len(machines), tables.specials),
+        "features": _features(grammar, machines, tables.specials),
         "stats": {key: tables.stats[key] for key in IDENTITY_STATS},
     }
     source_hash = _source_hash(grammar)

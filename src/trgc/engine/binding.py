@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from trgc.artifact.model import Artifact
-from trgc.engine.config import Tables, flatten
+from trgc.engine.config import Tables, check_longest, flatten
 from trgc.errors import TrgcError
 
 SPECIAL_POLICY = "trgc-specials-1"
@@ -161,6 +161,7 @@ def bind(artifact: Artifact, tokenizer) -> Binding:
     byte_token[eos] = False
     trie = tokenizer.trie
     node_depth = np.ascontiguousarray(trie.node_depth, dtype=np.int32)
+    check_longest(int(node_depth.max()) if node_depth.size else 0)
     binding = Binding(
         tables=tables,
         vocab_size=vocab,

@@ -1,14 +1,25 @@
 """Parser configurations over an artifact: flattened tables, the step function, identities.
 
-A configuration is the stack of `(machine, state)` frames of `trgc.artifact.model` (bottom
-first). The engine numbers every state of every machine globally (`state_offset[m] + s`), so a
-frame is one int and a configuration is a tuple of ints; `Tables` holds the artifact's tables
-rewritten over global numbers so that the reference, the kernel and the caches share one form.
+A configuration is the stack of `(machine, state, left, needed)` frames of
+`trgc.artifact.model` (bottom first). The engine numbers every state of every machine globally
+(`state_offset[m] + s`) and packs a frame into one int, `global_state | left << 32 |
+needed << 64`, so a configuration is a tuple of ints (a frame without counters is its global
+state).
+`Tables` holds the artifact's tables rewritten over global numbers so that the reference, the
+kernel and the caches share one form.
 
-`step` is the whole semantics (the model docstring, executed): shift, call, return. The UTF-8
-state is part of the parser state: the compiler builds classes into UTF-8 byte automata, so a
-DFA state in the middle of a multi-byte character is a state like any other and a token that
-splits a character is allowed exactly when the automaton can continue.
+`step` is the whole semantics (the model docstring, executed): shift, call, return, and the
+restart of a counted repetition. The UTF-8 state is part of the parser state: the compiler
+builds classes into UTF-8 byte automata, so a DFA state in the middle of a multi-byte
+character is a state like any other and a token that splits a character is allowed exactly
+when the automaton can continue.
+
+Masks and counters (docs/mask-engine.md, "Counters"): a token consumes at most `L` bytes (the
+longest token) and each restart consumes at least one, so the mask at a configuration depends
+on a frame's counters only through `min(left, L)` and `min(needed, L + 1)`. `mask_key` packs
+each frame with its counters clipped so (`g | left' << 32 | needed' << 48`, the int64 form
+the kernel walks): configurations with equal keys have equal masks, and the key holds nothing
+else.
 """
 
 from __future__ import annotations
@@ -18,11 +29,25 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from trgc.artifact.model import Artifact
-from trgc.artifact.stepper import completion_depths
+from trgc.artifact.model import REPEAT, Artifact, entry_counters, restarted
+from trgc.artifact.stepper import completion_depths, frame_capacity
+from trgc.errors import TrgcError
 
-Config = tuple[int, ...]  # global state ids, bottom frame first
+Config = tuple[int, ...]  # packed frames, bottom frame first
 START: Config = (0,)  # machine 0, state 0 is global state 0
+STATE_MASK = (1 << 32) - 1
+CLIP_MASK = (1 << 16) - 1
+LONGEST_CLIPPED = (1 << 15) - 2  # the longest token a clipped key can describe
+
+
+def pack(g: int, left: int = 0, needed: int = 0) -> int:
+    """One frame as an int: global state `g` and its counters."""
+    return g | (left << 32) | (needed << 64)
+
+
+def unpack(frame: int) -> tuple[int, int, int]:
+    """(global state, left, needed) of a packed frame."""
+    return frame & STATE_MASK, (frame >> 32) & STATE_MASK, frame >> 64
 
 
 @dataclass(frozen=True, eq=False)
@@ -30,24 +55,33 @@ class Tables:
     """An artifact's tables over global state numbers (flat arrays for the kernel).
 
     `next[g, sym]`: `>= 0` shift to global state, `-1` no action, `<= -2` call edge
-    `calls[-2 - v] = (callee start state, return state)`, both global.
+    `calls[-2 - v] = (callee start state, return state)`, both global, and `call_entry[k] =
+    (left, needed)` the counters of the frame the call pushes. Per global state, the facts of
+    its machine: `cost` (1 if a frame counts toward `max_depth`), `is_repeat`, and `rep_start`
+    (its machine's state 0).
     """
 
     next: np.ndarray  # int32[G, n_symbols]
     calls: np.ndarray  # int32[K, 2]
+    call_entry: np.ndarray  # int64[K, 2]
     accepting: np.ndarray  # bool[G]
     machine_of: np.ndarray  # int32[G]
     state_offset: np.ndarray  # int32[M + 1]
     byte_class: np.ndarray  # uint8[256]
     n_classes: int
     max_depth: int
+    max_frames: int  # the most frames a configuration can hold (`frame_capacity`)
     has_caller: np.ndarray  # bool[G]: the state's machine is the callee of some call edge
-    need: np.ndarray  # int64[G]: frames needed above the state to complete it (NEVER if it cannot)
+    need: np.ndarray  # int64[G]: rule frames needed above the state to complete it (NEVER: cannot)
+    need_more: np.ndarray  # int64[G]: the same when a repeat frame still needs iterations
+    cost: np.ndarray  # int64[G]
+    is_repeat: np.ndarray  # bool[G]
+    rep_start: np.ndarray  # int64[G]
 
     @property
     def max_steps(self) -> int:
         """Bound on non-consuming actions while handling one symbol (see `step`)."""
-        return 2 * self.max_depth + 2
+        return 2 * self.max_frames + 3
 
 
 def flatten(artifact: Artifact) -> Tables:
@@ -55,17 +89,20 @@ def flatten(artifact: Artifact) -> Tables:
     cached = artifact._cache.get("engine.tables")
     if cached is not None:
         return cached
-    sizes = [m.n_states for m in artifact.machines]
+    machines = artifact.machines
+    sizes = [m.n_states for m in machines]
     state_offset = np.zeros(len(sizes) + 1, dtype=np.int32)
     state_offset[1:] = np.cumsum(sizes, dtype=np.int64)
-    call_sizes = [int(m.calls.shape[0]) for m in artifact.machines]
+    call_sizes = [int(m.calls.shape[0]) for m in machines]
     call_offset = np.zeros(len(call_sizes) + 1, dtype=np.int64)
     call_offset[1:] = np.cumsum(call_sizes, dtype=np.int64)
     n_symbols = artifact.n_symbols
-    gnext = np.empty((int(state_offset[-1]), n_symbols), dtype=np.int32)
+    n_global = int(state_offset[-1])
+    gnext = np.empty((n_global, n_symbols), dtype=np.int32)
     gcalls = np.empty((int(call_offset[-1]), 2), dtype=np.int32)
-    machine_of = np.empty(int(state_offset[-1]), dtype=np.int32)
-    for m, machine in enumerate(artifact.machines):
+    entry = np.zeros((int(call_offset[-1]), 2), dtype=np.int64)
+    machine_of = np.empty(n_global, dtype=np.int32)
+    for m, machine in enumerate(machines):
         lo, hi = int(state_offset[m]), int(state_offset[m + 1])
         local = np.asarray(machine.next, dtype=np.int64)
         out = np.where(local >= 0, local + lo, local)
@@ -77,17 +114,32 @@ def flatten(artifact: Artifact) -> Tables:
             k0 = int(call_offset[m])
             gcalls[k0 : k0 + calls.shape[0], 0] = state_offset[calls[:, 0]]
             gcalls[k0 : k0 + calls.shape[0], 1] = calls[:, 1] + lo
+            for k, (low, high) in enumerate(machine.call_bounds.tolist()):
+                entry[k0 + k] = entry_counters(low, high)
+
+    def per_state(values) -> np.ndarray:
+        return np.asarray(values, dtype=np.int64)[machine_of]
+
+    need = _need(artifact)
+    rep_start = per_state(state_offset[:-1])
+    is_repeat = per_state([m.kind == REPEAT for m in machines]).astype(bool)
     tables = Tables(
         next=gnext,
         calls=gcalls,
-        accepting=np.concatenate([np.asarray(m.accepting, dtype=bool) for m in artifact.machines]),
+        call_entry=entry,
+        accepting=np.concatenate([np.asarray(m.accepting, dtype=bool) for m in machines]),
         machine_of=machine_of,
         state_offset=state_offset,
         byte_class=np.asarray(artifact.byte_class, dtype=np.uint8),
         n_classes=int(artifact.n_classes),
         max_depth=int(artifact.max_depth),
+        max_frames=frame_capacity(artifact),
         has_caller=np.isin(machine_of, machine_of[gcalls[:, 0]]),
-        need=_need(artifact),
+        need=need,
+        need_more=np.where(is_repeat, np.maximum(need, need[rep_start]), need),
+        cost=per_state([m.depth_cost for m in machines]),
+        is_repeat=is_repeat,
+        rep_start=rep_start,
     )
     artifact._cache["engine.tables"] = tables
     return tables
@@ -104,11 +156,28 @@ def _need(artifact: Artifact) -> np.ndarray:
     return np.array(out, dtype=np.int64)
 
 
+def frame_need(tables: Tables, frame: int) -> int:
+    """Rule frames needed above `frame` to complete it (`need_more` while a repeat frame still
+    needs iterations)."""
+    g, _, needed = unpack(frame)
+    return int(tables.need_more[g] if needed else tables.need[g])
+
+
+def depth(tables: Tables, config: Config) -> int:
+    """The rule frames of `config` (what `max_depth` bounds)."""
+    return sum(int(tables.cost[f & STATE_MASK]) for f in config)
+
+
 def is_viable(tables: Tables, config: Config) -> bool:
-    """Can the configuration still complete within `max_depth`? Frame `d` (1-based from the
-    bottom) must be completable with at most `max_depth - d` frames above it, the rule of
-    `trgc.artifact.stepper.is_viable` (and of `trgc check --prefix`)."""
-    return all(d + int(tables.need[g]) <= tables.max_depth for d, g in enumerate(config, start=1))
+    """Can the configuration still complete within `max_depth`? A frame with `d` rule frames
+    at or below it must be completable with at most `max_depth - d` rule frames above it, the
+    rule of `trgc.artifact.stepper.is_viable` (and of `trgc check --prefix`)."""
+    d = 0
+    for frame in config:
+        d += int(tables.cost[frame & STATE_MASK])
+        if d + frame_need(tables, frame) > tables.max_depth:
+            return False
+    return True
 
 
 def step(tables: Tables, config: Config, sym: int) -> Config | None:
@@ -116,10 +185,11 @@ def step(tables: Tables, config: Config, sym: int) -> Config | None:
     applies, a push would exceed `max_depth`, or the result is not viable (`is_viable`), so
     that every allowed prefix can still be completed.
 
-    Calls and returns do not consume: the same symbol is handled again by the new top frame.
-    A run of non-consuming actions is pops followed by pushes (a callee never returns on a
-    symbol of its FIRST set), so more than `max_steps` of them means a malformed artifact and
-    the symbol is rejected rather than looping.
+    Calls, returns and restarts do not consume: the same symbol is handled again by the new top
+    frame. A run of them is pops, at most one restart, then pushes (a restart always lands on a
+    state that acts on the symbol, and a callee never returns on a symbol of its FIRST set), so
+    more than `max_steps` of them means a malformed artifact and the symbol is rejected rather
+    than looping.
     """
     after = _raw_step(tables, config, sym)
     return after if after is not None and is_viable(tables, after) else None
@@ -127,22 +197,35 @@ def step(tables: Tables, config: Config, sym: int) -> Config | None:
 
 def _raw_step(tables: Tables, config: Config, sym: int) -> Config | None:
     stack = list(config)
+    rule_frames = depth(tables, config)
     for _ in range(tables.max_steps):
-        top = stack[-1]
-        action = int(tables.next[top, sym])
+        g, left, needed = unpack(stack[-1])
+        action = int(tables.next[g, sym])
         if action >= 0:
-            stack[-1] = action
+            stack[-1] = pack(action, left, needed)
             return tuple(stack)
         if action == -1:
-            if tables.accepting[top] and len(stack) > 1:
-                stack.pop()
-                continue
+            if not tables.accepting[g]:
+                return None
+            if tables.is_repeat[g]:
+                start = int(tables.rep_start[g])
+                if left > 0 and tables.next[start, sym] != -1:
+                    stack[-1] = pack(start, *restarted(left, needed))
+                    continue
+                if needed:
+                    return None
+            if len(stack) == 1:
+                return None
+            stack.pop()
+            rule_frames -= int(tables.cost[g])
+            continue
+        k = -2 - action
+        callee, ret = (int(v) for v in tables.calls[k])
+        if tables.cost[callee] and rule_frames >= tables.max_depth:
             return None
-        if len(stack) >= tables.max_depth:
-            return None
-        callee, ret = tables.calls[-2 - action]
-        stack[-1] = int(ret)
-        stack.append(int(callee))
+        stack[-1] = pack(ret, left, needed)
+        stack.append(pack(callee, *(int(v) for v in tables.call_entry[k])))
+        rule_frames += int(tables.cost[callee])
     return None
 
 
@@ -156,27 +239,62 @@ def step_bytes(tables: Tables, config: Config, data: bytes) -> Config | None:
     return current
 
 
+def frame_accepting(tables: Tables, frame: int) -> bool:
+    """The frame may end here: an accepting state, and no iteration still needed."""
+    g, _, needed = unpack(frame)
+    return bool(tables.accepting[g]) and not needed
+
+
 def is_accepting(tables: Tables, config: Config) -> bool:
-    """True when every frame's state is accepting (the input so far is a complete match)."""
-    return all(bool(tables.accepting[g]) for g in config)
+    """True when every frame may end here (the input so far is a complete match)."""
+    return all(frame_accepting(tables, f) for f in config)
 
 
-def frames(tables: Tables, config: Config) -> list[tuple[int, int]]:
-    """The configuration as `(machine, local state)` pairs, bottom first."""
+def frames(tables: Tables, config: Config) -> list[tuple[int, int, int, int]]:
+    """The configuration as `(machine, local state, left, needed)`, bottom first."""
     out = []
-    for g in config:
+    for frame in config:
+        g, left, needed = unpack(frame)
         m = int(tables.machine_of[g])
-        out.append((m, g - int(tables.state_offset[m])))
+        out.append((m, g - int(tables.state_offset[m]), left, needed))
     return out
 
 
+def check_longest(longest: int) -> None:
+    """Counters are clipped with the longest token; refuse one too long for the clipped key."""
+    if longest > LONGEST_CLIPPED:
+        raise TrgcError(
+            "E_TOKEN_TOO_LONG",
+            f"the vocabulary's longest token has {longest:,} bytes; trgc's masks support tokens "
+            f"of at most {LONGEST_CLIPPED:,} bytes",
+        )
+
+
+def frame_key(frame: int, longest: int) -> int:
+    """A frame with its counters clipped (`min(left, longest)`, `min(needed, longest + 1)`):
+    equal keys, equal masks. This is also the int64 form the kernel walks."""
+    g, left, needed = unpack(frame)
+    return g | (min(left, longest) << 32) | (min(needed, longest + 1) << 48)
+
+
+def unclip(key: int) -> tuple[int, int, int]:
+    """(global state, left, needed) of a clipped frame key."""
+    return key & STATE_MASK, (key >> 32) & CLIP_MASK, key >> 48
+
+
+def mask_key(config: Config, longest: int) -> Config:
+    """`frame_key` of every frame: what the mask at `config` depends on, and nothing more."""
+    return tuple(frame_key(f, longest) for f in config)
+
+
 def config_bytes(tables: Tables, config: Config | None) -> bytes:
-    """Canonical bytes of a configuration: `TRGCCFG1`, then per frame little-endian int32
-    machine and local state; a terminated matcher (None) is the tag alone followed by `END`."""
+    """Canonical bytes of a configuration: `TRGCCFG2`, then per frame little-endian uint32
+    machine, local state, left and needed; a terminated matcher (None) is the tag alone
+    followed by `END`."""
     if config is None:
-        return b"TRGCCFG1END"
-    pairs = np.asarray(frames(tables, config), dtype="<i4").reshape(-1)
-    return b"TRGCCFG1" + pairs.tobytes()
+        return b"TRGCCFG2END"
+    fields = np.asarray(frames(tables, config), dtype="<u4").reshape(-1)
+    return b"TRGCCFG2" + fields.tobytes()
 
 
 def config_id(tables: Tables, config: Config | None) -> str:

@@ -8,7 +8,11 @@ Invariant of `_walk`: nodes are in depth-first preorder, so when node `i` at dep
 visited, level `d - 1` of the scratch holds the configuration after the bytes of `i`'s parent.
 A level's stack is `orig[:keep] + own[level, :ext]`: the untouched bottom of the caller's
 configuration plus the frames this token prefix rewrote or pushed, so a level copies only
-`ext` ints (pushes since the start of the token, usually 0-2), never the whole stack.
+`ext` ints (pushes since the start of the token, usually 0-2), never the whole stack. Frames are
+int64 frame keys (`global state | left << 32 | needed << 48` with the counters clipped to the
+longest token, `trgc.engine.config.frame_key`: within one token nothing beyond the clip can
+matter), and `dep_l` holds the rule frames of each level's stack for the `max_depth` check of
+calls.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import numpy as np
 
 from trgc.engine.binding import Binding
 from trgc.engine.bits import unpack
-from trgc.engine.config import Config, is_accepting, step
+from trgc.engine.config import Config, is_accepting, mask_key, step
 
 OK, DEAD, OPEN = 0, 1, 2  # outcome of stepping one byte (OPEN: needs the unknown caller frame)
 
@@ -27,16 +31,26 @@ OK, DEAD, OPEN = 0, 1, 2  # outcome of stepping one byte (OPEN: needs the unknow
 def _walk(
     orig, n_orig, frame_mode, starts, ends, gnext, gcalls, accepting, byte_class, max_depth,
     max_steps, node_byte, node_depth, subtree_end, parent, token_start, token_ids, byte_token,
-    own, keep_l, ext_l, h_l, path, out_words, open_roots, use_skip, skip, need, ok_below,
+    own, keep_l, ext_l, h_l, dep_l, path, out_words, open_roots, use_skip, skip, need,
+    need_more, cost, is_repeat, rep_start, call_entry, longest, ok_below, dep_below,
 ):  # fmt: skip
     n_open = 0
-    max_h = n_orig
-    ok_below[0] = True  # frames orig[:p] all viable (in frame mode the unknown callers are)
+    # the untouched bottom of the stack: rule frames below position p, and whether frames
+    # orig[:p] are all viable (in frame mode the unknown callers are)
+    ok_below[0] = True
+    dep_below[0] = 0
     for p in range(n_orig):
-        ok_below[p + 1] = ok_below[p] and p + 1 + need[orig[p]] <= max_depth
+        g = orig[p] & 0xFFFFFFFF
+        d = dep_below[p] + cost[g]
+        dep_below[p + 1] = d
+        nd = need_more[g] if orig[p] >> 48 else need[g]
+        ok_below[p + 1] = ok_below[p] and d + nd <= max_depth
+    max_h = dep_below[n_orig]
     keep_l[0] = n_orig
     ext_l[0] = 0
-    h_l[0] = n_orig
+    h_l[0] = max_h
+    dep_l[0] = max_h
+    cap = own.shape[1]
     for r in range(starts.shape[0]):
         # the ancestors of the range's first node are stepped first (levels 1 .. depth - 1)
         n_path = node_depth[starts[r]] - 1
@@ -58,41 +72,70 @@ def _walk(
             for k in range(ext):
                 own[d, k] = own[d - 1, k]
             h = h_l[d - 1]
+            dep = dep_l[d - 1]
             status = DEAD
             for _ in range(max_steps):
                 top = own[d, ext - 1] if ext > 0 else orig[keep - 1]
-                action = gnext[top, sym]
+                g = top & 0xFFFFFFFF
+                counters = top - g  # left << 32 | needed << 48, carried along by shifts
+                action = gnext[g, sym]
                 if action >= 0:
                     if ext == 0:
                         keep -= 1
                         ext = 1
-                    own[d, ext - 1] = action
+                    own[d, ext - 1] = action + counters
                     status = OK
                     break
                 if action == -1:
-                    if accepting[top] and keep + ext > 1:
+                    if not accepting[g]:
+                        break
+                    if is_repeat[g]:
+                        left = (top >> 32) & 0xFFFF
+                        needed = top >> 48
+                        if left > 0 and gnext[rep_start[g], sym] != -1:
+                            if ext == 0:
+                                keep -= 1
+                                ext = 1
+                            if needed > 0:
+                                needed -= 1
+                            own[d, ext - 1] = rep_start[g] | ((left - 1) << 32) | (needed << 48)
+                            continue  # the next iteration starts with this byte
+                        if needed > 0:
+                            break
+                    if keep + ext > 1:
                         if ext > 0:
                             ext -= 1
                         else:
                             keep -= 1
+                        dep -= cost[g]
                         continue
-                    if accepting[top] and frame_mode:
+                    if frame_mode:
                         status = OPEN
                     break
-                if keep + ext >= max_depth:
-                    break
                 call = -2 - action
+                callee = np.int64(gcalls[call, 0])
+                if cost[callee] and dep >= max_depth:
+                    break
+                if keep + ext >= cap:  # beyond the artifact's frame capacity: malformed
+                    break
                 if ext == 0:
                     keep -= 1
                     ext = 1
-                own[d, ext - 1] = gcalls[call, 1]
-                own[d, ext] = gcalls[call, 0]
+                own[d, ext - 1] = gcalls[call, 1] + counters
+                left = call_entry[call, 0] if call_entry[call, 0] < longest else longest
+                needed = call_entry[call, 1] if call_entry[call, 1] <= longest else longest + 1
+                own[d, ext] = callee | (left << 32) | (needed << 48)
                 ext += 1
+                dep += cost[callee]
             if status == OK:  # viable: every frame can still complete within max_depth
                 if not ok_below[keep]:
                     status = DEAD
+                dd = dep_below[keep]
                 for k in range(ext):
-                    v = keep + k + 1 + need[own[d, k]]
+                    g = own[d, k] & 0xFFFFFFFF
+                    dd += cost[g]
+                    nd = need_more[g] if own[d, k] >> 48 else need[g]
+                    v = dd + nd
                     if v > max_depth:
                         status = DEAD
                     if v > h:
@@ -103,6 +146,7 @@ def _walk(
                 keep_l[d] = keep
                 ext_l[d] = ext
                 h_l[d] = h
+                dep_l[d] = dep
                 j += 1
             elif status == OK:
                 for t_at in range(token_start[i], token_start[i + 1]):
@@ -114,6 +158,7 @@ def _walk(
                 keep_l[d] = keep
                 ext_l[d] = ext
                 h_l[d] = h
+                dep_l[d] = dep
                 i += 1
             else:
                 if status == OPEN:
@@ -131,18 +176,21 @@ def _jitted():
 
 
 class Scratch:
-    """Per-matcher work buffers for the kernel (never shared between threads)."""
+    """Per-matcher work buffers for the kernel (never shared between threads). A level holds
+    at most the artifact's frame capacity, plus one for a push beyond it (rejected)."""
 
     def __init__(self, binding: Binding) -> None:
         levels = binding.trie_depth + 1
-        cap = binding.tables.max_depth + 1
-        self.own = np.empty((levels, cap), dtype=np.int32)
+        cap = binding.tables.max_frames + 1
+        self.own = np.empty((levels, cap), dtype=np.int64)
         self.keep = np.empty(levels, dtype=np.int64)
         self.ext = np.empty(levels, dtype=np.int64)
         self.height = np.empty(levels, dtype=np.int64)
+        self.dep = np.empty(levels, dtype=np.int64)
         self.path = np.empty(levels, dtype=np.int32)
-        self.orig = np.empty(cap, dtype=np.int32)
+        self.orig = np.empty(cap, dtype=np.int64)
         self.ok_below = np.empty(cap + 1, dtype=np.bool_)
+        self.dep_below = np.empty(cap + 1, dtype=np.int64)
         self.open_roots = np.empty(binding.node_byte.shape[0], dtype=np.int32)
 
 
@@ -159,7 +207,7 @@ def _require(name: str, array: np.ndarray, dtype, ndim: int) -> None:
 
 def walk_trie(
     binding: Binding,
-    config: Config,
+    keys: Config,
     out_words: np.ndarray,
     scratch: Scratch,
     *,
@@ -167,13 +215,15 @@ def walk_trie(
     frame_mode: bool = False,
     skip: np.ndarray | None = None,
 ) -> tuple[np.ndarray, int]:
-    """OR into `out_words` the byte tokens viable from `config`; return the open roots and the
-    height an allowed token needs: the largest `position + need` of a frame it rewrites or
-    pushes (at least `len(config)`), so that it stays viable on a stack `D - 1` frames deeper
-    when `D - 1 + height <= max_depth`.
+    """OR into `out_words` the byte tokens viable from the configuration whose frame keys are
+    `keys` (`trgc.engine.config.mask_key` with the binding's longest token); return the open
+    roots and the
+    height an allowed token needs: the largest `rule frames up to it + need` of a frame it
+    rewrites or pushes (at least the rule frames of `config`), so that it stays viable on a
+    stack with `B` more rule frames below when `B + height <= max_depth`.
 
     With `roots` (int32 trie nodes, preorder, disjoint subtrees) only the tokens in those
-    subtrees are decided. With `frame_mode`, `config` is one frame whose callers are unknown:
+    subtrees are decided. With `frame_mode`, `keys` is one frame whose callers are unknown:
     a subtree whose first byte needs to return out of it is not walked but returned as an
     open root. With `skip` (bool per trie node), subtrees whose node is flagged are not walked
     (the caller has decided their tokens, see `trgc.engine.slices`).
@@ -194,19 +244,18 @@ def walk_trie(
             raise ValueError(
                 f"skip: expected {binding.node_byte.shape[0]} flags, got {skip.shape[0]}"
             )
-    if not config or len(config) > binding.tables.max_depth:
-        raise ValueError(
-            f"config: expected 1..{binding.tables.max_depth} frames, got {len(config)}"
-        )
-    scratch.orig[: len(config)] = config
+    if not keys or len(keys) > binding.tables.max_frames:
+        raise ValueError(f"keys: expected 1..{binding.tables.max_frames} frames, got {len(keys)}")
+    scratch.orig[: len(keys)] = keys
     t = binding.tables
     n_open, max_height = _jitted()(
-        scratch.orig, len(config), frame_mode, starts, ends, t.next, t.calls, t.accepting,
+        scratch.orig, len(keys), frame_mode, starts, ends, t.next, t.calls, t.accepting,
         t.byte_class, t.max_depth, t.max_steps, binding.node_byte, binding.node_depth,
         binding.subtree_end, binding.parent, binding.token_start, binding.token_ids,
-        binding.byte_token, scratch.own, scratch.keep, scratch.ext, scratch.height, scratch.path,
-        out_words, scratch.open_roots, skip is not None,
-        binding.byte_token if skip is None else skip, t.need, scratch.ok_below,
+        binding.byte_token, scratch.own, scratch.keep, scratch.ext, scratch.height, scratch.dep,
+        scratch.path, out_words, scratch.open_roots, skip is not None,
+        binding.byte_token if skip is None else skip, t.need, t.need_more, t.cost, t.is_repeat,
+        t.rep_start, t.call_entry, binding.trie_depth, scratch.ok_below, scratch.dep_below,
     )  # fmt: skip
     return scratch.open_roots[:n_open].copy(), int(max_height)
 
@@ -228,7 +277,7 @@ def mask_words(binding: Binding, config: Config | None, scratch: Scratch) -> np.
     words = np.zeros(binding.n_words, dtype=np.uint32)
     if config is None:
         return words
-    walk_trie(binding, config, words, scratch)
+    walk_trie(binding, mask_key(config, binding.trie_depth), words, scratch)
     add_symbol_tokens(binding, config, words)
     return words
 

@@ -26,8 +26,11 @@ from trgc.engine.config import (
     START,
     Config,
     config_id,
+    depth,
+    frame_key,
     frames,
     is_accepting,
+    mask_key,
     step,
     step_bytes,
 )
@@ -68,6 +71,7 @@ class Matcher:
         self._view_of: np.ndarray | None = None  # the words `_view` is the int32 view of
         self._view: np.ndarray | None = None
         self._scratch = Scratch(self._binding)
+        self._longest = self._binding.trie_depth  # counters are clipped with the longest token
         self._history: list[Config | None] = [START]
         self.last_source = ""  # where the last mask came from: cache, frame or walk
 
@@ -86,8 +90,9 @@ class Matcher:
         """The current configuration (global state ids, bottom first); None once terminated."""
         return self._history[-1]
 
-    def frames(self) -> list[tuple[int, int]]:
-        """The current stack as `(machine, state)` pairs, bottom first ([] once terminated)."""
+    def frames(self) -> list[tuple[int, int, int]]:
+        """The current stack as `(machine, state, count)` triples, bottom first ([] once
+        terminated)."""
         config = self.config
         return [] if config is None else frames(self._binding.tables, config)
 
@@ -110,32 +115,34 @@ class Matcher:
         return len(self._history) - 1
 
     # -- masks ---------------------------------------------------------------------------
-    def _frame(self, g: int) -> FrameEntry:
+    def _frame(self, frame: int) -> FrameEntry:
+        """The `FrameEntry` of top frame `frame`: precomputed, cached, or walked now."""
+        key = frame_key(frame, self._longest)
         if self._precomputed is not None:
-            return self._precomputed.entry(g)
-        key = (*self._binding.key, "frame", g)
-        entry = self._cache.get(key)
+            entry = self._precomputed.entry_of(key)
+            if entry is not None:
+                return entry
+        cache_key = (*self._binding.key, "frame", key)
+        entry = self._cache.get(cache_key)
         if entry is None:
-            entry = frame_entry(self._binding, g, self._scratch, self._cache)
-            self._cache.put(key, entry, entry.nbytes)
+            entry = frame_entry(self._binding, key, self._scratch, self._cache)
+            self._cache.put(cache_key, entry, entry.nbytes)
             self.last_source = "walk"
         return entry
 
     def _words(self) -> np.ndarray:
         config = self._history[-1]
+        binding = self._binding
         direct = self._direct
         if direct is not None and config is not None:
-            g = config[-1]
-            row = direct.row[g]
-            if (
-                row is not None
-                and len(config) - 1 + direct.height[g] <= direct.max_depth
-                and (direct.closed[g] or len(config) == 1)
-            ):
-                self.last_source = "frame"
-                return row
-        binding = self._binding
-        key = (*binding.key, config)
+            found = direct.rows.get(frame_key(config[-1], self._longest))
+            if found is not None:
+                row, height, closed = found
+                below = 0 if len(config) == 1 else depth(binding.tables, config[:-1])
+                if (closed or len(config) == 1) and below + height <= direct.max_depth:
+                    self.last_source = "frame"
+                    return row
+        key = (*binding.key, None if config is None else mask_key(config, self._longest))
         words = self._cache.get(key)
         if words is not None:
             self.last_source = "cache"

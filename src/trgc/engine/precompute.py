@@ -1,39 +1,47 @@
-"""Masks per top state (`FrameEntry`, `FrameMasks`) and precomputing them for every state.
+"""Masks per top frame (`FrameEntry`, `FrameMasks`) and precomputing them for every frame.
 
-For each state `g` (any machine) the kernel walks the trie once from the single frame `(g)`
+For each top frame `f` (a state of any machine, with its counter clipped as
+`trgc.engine.config.frame_key` says) the kernel walks the trie once from the single frame `f`
 with its callers unknown (`frame_mode`). Every byte token then falls in one of three sets:
   * accepted without leaving the frame (context-independent, given enough stack room: the
-    walk records the highest stack `height[g]` any accepted token reaches);
+    walk records the highest stack `height` any accepted token reaches);
   * rejected without leaving the frame (context-independent: dead whatever lies below);
   * open: its path reaches a byte that returns out of the frame. Such tokens form whole trie
     subtrees; their roots are kept and walked at run time from the live stack.
-The mask at a live configuration `c` with top `g` and depth `D` is then
-`accept[g] | walk(open_roots[g], c)` whenever `D - 1 + height[g] <= max_depth` (else the
-matcher falls back to a full walk). A machine nobody calls is always the bottom frame, so its
-states have no open roots: for a regular grammar `accept[g]` is the whole mask. This is the
-idea of XGrammar's adaptive token-mask cache (context-independent tokens precomputed per
-state, context-dependent ones checked against the stack), over trie subtrees.
+The mask at a live configuration `c` with top `f` and `B` rule frames below it is then
+`accept[f] | walk(open_roots[f], c)` whenever `B + height[f] <= max_depth` (else the matcher
+falls back to a full walk). A machine nobody calls is always the bottom frame, so its states
+have no open roots: for a regular grammar `accept[f]` is the whole mask. This is the idea of
+XGrammar's adaptive token-mask cache (context-independent tokens precomputed per state,
+context-dependent ones checked against the stack), over trie subtrees.
 
 States that no string of at most `L` bytes can tell apart (`L` = the longest token) have the
-same `FrameEntry`, so `precompute` walks the trie once per class of `suffix_classes` (bounded
-Moore refinement): the hundreds of states a counted repetition such as `[a-z]{0,500}`
-unrolls into collapse to the few within `L` bytes of either end.
+same `FrameEntry` for the same clipped counter, so `precompute` walks the trie once per class
+of `suffix_classes` (bounded Moore refinement) and clipped counter.
 
-`FrameMasks` stores accept sets content-addressed (`accept_id[g]` into one table of distinct
-bitsets), so counted repetitions that unroll into many states with the same behaviour store
-each distinct mask once; open roots are a CSR list of trie nodes per state.
+`FrameMasks` stores accept sets content-addressed (`accept_id[e]` into one table of distinct
+bitsets); entries are ordered by state, then by counter, and open roots are a CSR list of
+trie nodes per entry.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from trgc.artifact.model import Artifact
+from trgc.artifact.model import UNLIMITED, Artifact
 from trgc.engine.binding import Binding, bind
-from trgc.engine.config import Config, Tables, is_viable
+from trgc.engine.config import (
+    STATE_MASK,
+    Config,
+    Tables,
+    depth,
+    is_viable,
+    mask_key,
+    unclip,
+)
 from trgc.engine.kernel import Scratch, walk_trie
 from trgc.engine.slices import default_slices, is_safe
 from trgc.errors import TrgcError
@@ -44,25 +52,27 @@ Progress = Callable[[int, int], None]
 
 @dataclass(frozen=True, eq=False)
 class FrameEntry:
-    """What one top state decides on its own: accepted words, open subtree roots, height."""
+    """What one top frame decides on its own: accepted words, open subtree roots, height."""
 
     accept: np.ndarray  # uint32 words (read-only)
     open_roots: np.ndarray  # int32 trie nodes whose subtrees need the live stack
-    height: int  # highest relative stack any accepted token reaches (>= 1)
+    height: int  # highest stack, in rule frames, that any accepted token reaches
 
     @property
     def nbytes(self) -> int:
         return int(self.accept.nbytes + self.open_roots.nbytes)
 
 
-def frame_entry(binding: Binding, g: int, scratch: Scratch, cache=None) -> FrameEntry:
-    """The `FrameEntry` of global state `g`: one frame-mode trie walk, skipping the subtrees
-    of the first slice `g` accepts wholesale (`trgc.engine.slices`; their tokenizer-level
-    tables are shared through `cache`, a `MaskCache`, when given)."""
+def frame_entry(binding: Binding, key: int, scratch: Scratch, cache=None) -> FrameEntry:
+    """The `FrameEntry` of a top frame with frame key `key` (`trgc.engine.config.frame_key`
+    with the binding's longest token): one frame-mode trie walk,
+    skipping the subtrees of the first slice the frame accepts wholesale (`trgc.engine.slices`;
+    their tokenizer-level tables are shared through `cache`, a `MaskCache`, when given)."""
+    g = key & STATE_MASK
     frame_mode = bool(binding.tables.has_caller[g])
-    slice_height = 1
+    slice_height = int(binding.tables.cost[g])
     for k, piece in enumerate(default_slices()):
-        safe = is_safe(binding.tables, g, piece)
+        safe = is_safe(binding.tables, key, piece, binding.trie_depth)
         if safe is not None:
             tables = binding.slices(cache)  # built on the first safe state only
             _, words, skip = tables.get(k)
@@ -72,7 +82,7 @@ def frame_entry(binding: Binding, g: int, scratch: Scratch, cache=None) -> Frame
     else:
         accept = np.zeros(binding.n_words, dtype=np.uint32)
         skip = None
-    roots, height = walk_trie(binding, (g,), accept, scratch, frame_mode=frame_mode, skip=skip)
+    roots, height = walk_trie(binding, (key,), accept, scratch, frame_mode=frame_mode, skip=skip)
     height = max(height, slice_height)
     accept.flags.writeable = False
     return FrameEntry(accept, roots, height)
@@ -81,28 +91,32 @@ def frame_entry(binding: Binding, g: int, scratch: Scratch, cache=None) -> Frame
 def combine(
     binding: Binding, entry: FrameEntry, config: Config, scratch: Scratch
 ) -> np.ndarray | None:
-    """Fresh uint32 words of the byte tokens allowed at `config` whose top state has `entry`,
+    """Fresh uint32 words of the byte tokens allowed at `config` whose top frame has `entry`,
     or None when the stack is too close to `max_depth` for the accept set to hold (or the
     frames below the top are not viable, which a matcher never reaches)."""
-    if len(config) - 1 + entry.height > binding.tables.max_depth:
+    tables = binding.tables
+    if depth(tables, config[:-1]) + entry.height > tables.max_depth:
         return None
-    if not is_viable(binding.tables, config[:-1]):  # entries assume viable callers
+    if not is_viable(tables, config[:-1]):  # entries assume viable callers
         return None
     words = entry.accept.copy()
     if len(config) > 1 and entry.open_roots.size:
-        walk_trie(binding, config, words, scratch, roots=entry.open_roots)
+        keys = mask_key(config, binding.trie_depth)
+        walk_trie(binding, keys, words, scratch, roots=entry.open_roots)
     return words
 
 
 def suffix_classes(tables: Tables, rounds: int) -> np.ndarray:
     """int32[G]: states in one class have the same outcome (dead, open, accepted, stack height)
-    on every byte string of at most `rounds` bytes, hence the same `FrameEntry` when `rounds`
-    is the longest token.
+    on every byte string of at most `rounds` bytes, for every counter value, hence the same
+    `FrameEntry` for the same clipped counter when `rounds` is the longest token.
 
     Moore's partition refinement stopped after `rounds` rounds: start from (machine,
-    accepting, completion need); each round splits states whose actions differ in kind, callee or the class of
-    the shift target or return state. A call's return state is only reached after the callee
-    consumed at least one byte, so comparing it one round earlier is sound.
+    accepting, completion needs); each round splits states whose actions differ in kind,
+    callee or the class of the shift target or return state. A call's return state is only
+    reached after the callee consumed at least one byte, so comparing it one round earlier is
+    sound. Restarts and counters are the machine's (all its accepting states restart the same
+    way), and the machine is part of the first partition.
     """
     acts = tables.next.astype(np.int64)
     is_call = acts <= -2
@@ -113,7 +127,10 @@ def suffix_classes(tables: Tables, rounds: int) -> np.ndarray:
         acts >= 0, acts, np.where(is_call, tables.calls[call_at, 1] if tables.calls.size else 0, 0)
     )
     static = np.concatenate([kind, callee], axis=1)
-    base = np.stack([tables.machine_of, tables.accepting.astype(np.int64), tables.need], axis=1)
+    base = np.stack(
+        [tables.machine_of, tables.accepting.astype(np.int64), tables.need, tables.need_more],
+        axis=1,
+    )
     _, classes = np.unique(base, axis=0, return_inverse=True)
     classes = classes.reshape(-1)
     for _ in range(rounds):
@@ -127,23 +144,60 @@ def suffix_classes(tables: Tables, rounds: int) -> np.ndarray:
     return classes.astype(np.int32)
 
 
+def reachable_keys(tables: Tables, longest: int, *, near: bool = True) -> list[int]:
+    """Every frame key a configuration can hold, ascending: one per state of a machine without
+    counters; for a repeat machine's states, the clipped counters that the calls of the machine
+    can lead to (a call pushes `(left, needed)`, each restart takes one off both). Clipping
+    makes all but about `3 * longest` counter values per call alike, whatever the bound. With
+    `near=False` only the counters at least `longest` iterations away from running out are kept
+    (`left` clipped to `longest`): one or two keys per state instead of hundreds."""
+    n_states = int(tables.accepting.shape[0])
+    starts: dict[int, set[tuple[int, int]]] = {}
+    for (callee, _), (left, needed) in zip(
+        tables.calls.tolist(), tables.call_entry.tolist(), strict=True
+    ):
+        if tables.is_repeat[callee]:
+            starts.setdefault(int(tables.machine_of[callee]), set()).add((left, needed))
+    keys = []
+    for g in range(n_states):
+        if not tables.is_repeat[g]:
+            keys.append(g)
+            continue
+        pairs: set[tuple[int, int]] = set()
+        for left, needed in starts.get(int(tables.machine_of[g]), ()):
+            last = left if left != UNLIMITED else needed + longest + 2
+            marks = {0, needed, last}
+            for j in sorted({j for m in marks for j in range(m - longest - 2, m + longest + 3)}):
+                if 0 <= j <= last:
+                    rest = left if left == UNLIMITED else left - j
+                    if near or rest >= longest:
+                        pairs.add((min(rest, longest), min(max(needed - j, 0), longest + 1)))
+        keys.extend(g | (a << 32) | (b << 48) for a, b in sorted(pairs))
+    return keys
+
+
 @dataclass(frozen=True, eq=False)
 class FrameMasks:
-    """Every state's `FrameEntry`, content-addressed (see the module docstring)."""
+    """Every top frame's `FrameEntry` (one per state and clipped counter), content-addressed
+    (see the module docstring)."""
 
     key: tuple[
         str, str, str, str, str
     ]  # Binding.file_key: artifact, tokenizer, compiler, policy, trie
     vocab_size: int
     max_depth: int
-    accept_id: np.ndarray  # int32[G]: row of `masks`
-    height: np.ndarray  # int32[G]
-    open_start: np.ndarray  # int32[G + 1]: CSR into open_roots
+    n_states: int  # global states of the artifact
+    longest: int  # the longest token in bytes: counters are clipped with it
+    entry_key: np.ndarray  # int64[E, 3]: (state, restarts left, iterations needed), by state
+    accept_id: np.ndarray  # int32[E]: row of `masks`
+    height: np.ndarray  # int32[E]
+    open_start: np.ndarray  # int32[E + 1]: CSR into open_roots
     open_roots: np.ndarray  # int32: trie nodes
     masks: np.ndarray  # uint32[n_masks, n_words]; row 0 is the empty set
+    _index: dict = field(default_factory=dict, repr=False)
 
     @property
-    def n_states(self) -> int:
+    def n_entries(self) -> int:
         return int(self.accept_id.shape[0])
 
     def require_key(self, key: tuple) -> None:
@@ -161,9 +215,16 @@ class FrameMasks:
         """`require_key`, then check that every index fits `binding` (the kernel trusts them)."""
         self.require_key(binding.file_key)
         n_nodes = binding.node_byte.shape[0]
+        n = self.n_entries
         if (
-            self.n_states != binding.tables.accepting.shape[0]
+            self.entry_key.shape != (n, 3)
+            or self.height.shape != (n,)
+            or self.open_start.shape != (n + 1,)
+            or self.n_states != binding.tables.accepting.shape[0]
+            or self.longest != binding.trie_depth
+            or self.max_depth != binding.tables.max_depth
             or self.masks.shape[1] != binding.n_words
+            or (self.n_entries and int(self.entry_key[:, 0].max()) >= self.n_states)
             or (
                 self.open_roots.size
                 and not 0 < int(self.open_roots.min()) <= int(self.open_roots.max()) < n_nodes
@@ -173,10 +234,20 @@ class FrameMasks:
                 "E_CACHE_MISMATCH", "mask cache sizes do not match the artifact and trie"
             )
 
-    def entry(self, g: int) -> FrameEntry:
-        """The `FrameEntry` of global state `g` (views, no copies)."""
-        roots = self.open_roots[self.open_start[g] : self.open_start[g + 1]]
-        return FrameEntry(self.masks[self.accept_id[g]], roots, int(self.height[g]))
+    def index(self) -> dict[int, int]:
+        """Frame key (`trgc.engine.config.frame_key`) -> entry number (built on first use)."""
+        if not self._index:
+            for e, (g, left, needed) in enumerate(self.entry_key.tolist()):
+                self._index[g | (left << 32) | (needed << 48)] = e
+        return self._index
+
+    def entry_of(self, key: int) -> FrameEntry | None:
+        """The `FrameEntry` of a frame key (views, no copies), or None if it has none."""
+        e = self.index().get(key)
+        if e is None:
+            return None
+        roots = self.open_roots[self.open_start[e] : self.open_start[e + 1]]
+        return FrameEntry(self.masks[self.accept_id[e]], roots, int(self.height[e]))
 
     def direct(self, binding: Binding) -> DirectRows:
         """The `DirectRows` of these masks over `binding` (after `require`)."""
@@ -189,33 +260,32 @@ class FrameMasks:
             row = self.masks[i]  # a view: the file's table is never copied
             row.flags.writeable = False
             rows.append(row)
-        ids = self.accept_id.tolist()
-        return DirectRows(
-            row=[rows[i] if ok else None for i, ok in zip(ids, plain.tolist(), strict=True)],
-            height=self.height.tolist(),
-            closed=(self.open_start[1:] == self.open_start[:-1]).tolist(),
-            max_depth=tables.max_depth,
-        )
+        state = self.entry_key[:, 0].tolist()
+        closed = (self.open_start[1:] == self.open_start[:-1]).tolist()
+        found: dict[int, tuple[np.ndarray, int, bool]] = {}
+        for key, e in self.index().items():
+            if plain[state[e]]:
+                found[key] = (rows[int(self.accept_id[e])], int(self.height[e]), closed[e])
+        return DirectRows(found, tables.max_depth, self.longest)
 
 
 @dataclass(frozen=True, eq=False)
 class DirectRows:
-    """When a state's precomputed accept set alone is the whole mask (Python lists, indexed
-    by global state, for the matcher's hot path).
+    """When an entry's precomputed accept set alone is the whole mask (a dict by frame key, for
+    the matcher's hot path).
 
-    At a configuration `c` with top `g` and depth `D` that a matcher reached (so `c[:-1]` is
-    viable: `step` only returns viable configurations), `combine` yields `accept[g]`
-    unchanged when `D - 1 + height[g] <= max_depth` and no open root is walked (`g` has none,
-    or `D == 1`: nothing lies below to return into); `add_symbol_tokens` adds nothing when
-    `g` is not accepting (then neither is `c`, so no EOS) and no special symbol has an action
-    at `g` (a non-accepting top without an action rejects the symbol; it cannot pop). `row[g]`
-    is that accept set (a read-only view of `FrameMasks.masks`) when the last two hold, else
-    None."""
+    At a configuration `c` with top frame key `k` and `B` rule frames below that a matcher
+    reached (so `c[:-1]` is viable: `step` only returns viable configurations), `combine`
+    yields `accept[k]` unchanged when `B + height[k] <= max_depth` and no open root is walked
+    (`k` has none, or the top is the only frame: nothing lies below to return into);
+    `add_symbol_tokens` adds nothing when the state is not accepting (then neither is `c`, so
+    no EOS) and no special symbol has an action there (a non-accepting top without an action
+    rejects the symbol; it cannot pop). `rows` holds `(accept row, height, closed)` for the
+    entries whose state meets the last two conditions."""
 
-    row: list[np.ndarray | None]
-    height: list[int]
-    closed: list[bool]  # no open roots
+    rows: dict[int, tuple[np.ndarray, int, bool]]
     max_depth: int
+    longest: int
 
 
 def precompute(
@@ -226,47 +296,61 @@ def precompute(
     progress: Progress | None = None,
 ) -> FrameMasks:
     """Build `FrameMasks` for every state of every machine of `artifact` over `tokenizer`.
+    States of counted repetitions get the entries of their counters away from the maximum
+    (`reachable_keys(near=False)`); the few hundred clipped values within one token of it are
+    computed on first use by the matcher, which falls back to that for any key not stored.
 
     The stored size is bounded by `limits.cache_bytes` (`E_LIMIT_CACHE_BYTES`), checked before
     each new distinct mask or open-root list is kept.
     """
     binding = bind(artifact, tokenizer)
+    tables = binding.tables
     scratch = Scratch(binding)
-    n_states = int(binding.tables.accepting.shape[0])
+    longest = binding.trie_depth
+    n_states = int(tables.accepting.shape[0])
+    keys = reachable_keys(tables, longest, near=False)
     row_bytes = binding.n_words * 4
     ids: dict[bytes, int] = {}
     table: list[np.ndarray] = [np.zeros(binding.n_words, dtype=np.uint32)]
     ids[table[0].tobytes()] = 0
-    accept_id = np.zeros(n_states, dtype=np.int32)
-    height = np.ones(n_states, dtype=np.int32)
-    open_start = np.zeros(n_states + 1, dtype=np.int32)
+    n = len(keys)
+    entry_key = np.zeros((n, 3), dtype=np.int64)
+    accept_id = np.zeros(n, dtype=np.int32)
+    height = np.ones(n, dtype=np.int32)
+    open_start = np.zeros(n + 1, dtype=np.int32)
     roots: list[np.ndarray] = []
     n_roots = 0
-    classes = suffix_classes(binding.tables, binding.trie_depth)
-    walked: dict[int, FrameEntry] = {}
-    for g in range(n_states):
-        entry = walked.get(int(classes[g]))
+    classes = suffix_classes(tables, longest)
+    walked: dict[tuple[int, int], FrameEntry] = {}
+    for e, key in enumerate(keys):
+        g, left, needed = unclip(key)
+        entry_key[e] = (g, left, needed)
+        walk_key = (int(classes[g]), left, needed)
+        entry = walked.get(walk_key)
         if entry is None:
-            entry = walked[int(classes[g])] = frame_entry(binding, g, scratch)
-        key = entry.accept.tobytes()
-        found = ids.get(key)
-        size = len(table) * row_bytes + 4 * (n_roots + entry.open_roots.size) + 16 * n_states
+            entry = walked[walk_key] = frame_entry(binding, key, scratch)
+        words = entry.accept.tobytes()
+        found = ids.get(words)
+        size = len(table) * row_bytes + 4 * (n_roots + entry.open_roots.size) + 24 * n
         if found is None or entry.open_roots.size:
             check_limit("cache_bytes", size + row_bytes, limits.cache_bytes, "precomputed masks")
         if found is None:
-            found = ids[key] = len(table)
+            found = ids[words] = len(table)
             table.append(entry.accept)
-        accept_id[g] = found
-        height[g] = entry.height
+        accept_id[e] = found
+        height[e] = entry.height
         roots.append(entry.open_roots)
         n_roots += entry.open_roots.size
-        open_start[g + 1] = n_roots
+        open_start[e + 1] = n_roots
         if progress is not None:
-            progress(g + 1, n_states)
+            progress(e + 1, n)
     return FrameMasks(
         key=binding.file_key,
         vocab_size=binding.vocab_size,
-        max_depth=binding.tables.max_depth,
+        max_depth=tables.max_depth,
+        n_states=n_states,
+        longest=longest,
+        entry_key=entry_key,
         accept_id=accept_id,
         height=height,
         open_start=open_start,

@@ -5,10 +5,11 @@ A slice is a small byte automaton over complete UTF-8 characters (llguidance's i
 number of characters. For a binding we know, per slice, which tokens spell a member and, per
 trie node, whether *every* token in its subtree is a member (`whole[node]`).
 
-If every member of a slice is a string the top state `g` consumes by shifts alone
-(`is_safe`, a product of the slice automaton with `g`'s machine), all member tokens are
-allowed from `g` whatever the stack, and a frame walk from `g` can skip every subtree whose
-tokens are all members: inside a JSON string the walk visits ~12k of Llama-3's 275k nodes.
+If every member of a slice is a string the top frame consumes by shifts (and restarts of its
+own counted repetition) alone (`is_safe`, a product of the slice automaton with the frame's
+machine), all member tokens are allowed from it whatever the stack, and a frame walk can skip
+every subtree whose tokens are all members: inside a JSON string the walk visits ~12k of
+Llama-3's 275k nodes.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from trgc.engine.config import Tables
+from trgc.engine.config import Tables, unclip
 
 
 @dataclass(frozen=True, eq=False)
@@ -189,36 +190,58 @@ def specialise(raw: RawSlices, byte_token: np.ndarray) -> SliceTables:
     return SliceTables(raw, byte_token)
 
 
-def is_safe(tables: Tables, g: int, s: Slice) -> int | None:
-    """Does state `g` consume every member of `s` by shifts alone (no call, return or death)?
-    Then the height its members need (`1 + need` of the states they pass through, as the
-    kernel counts heights), else None.
+def is_safe(tables: Tables, key: int, s: Slice, longest: int) -> int | None:
+    """Does the top frame with frame key `key` consume every member of `s` within itself, by
+    shifts and restarts of its own counted repetition alone (no call, return or death)? Then
+    the height its members need (the frame's rule cost plus the largest completion need of the
+    states they pass through, as the kernel counts heights), else None.
 
-    Search over pairs (slice state, machine state) of the product automaton: unbounded slices
-    need every reachable pair to shift on every byte the slice allows; bounded ones expand
-    the pairs at character boundaries `max_chars` times (or until a boundary set repeats).
+    Search over (slice state, machine state, restarts used) of the product automaton, a
+    restart being allowed while the frame has iterations left: unbounded slices need every
+    reachable pair to move on every byte the slice allows (and, for a counter that can run
+    out, no restart at all); bounded ones expand the pairs at character boundaries `max_chars`
+    times (or until a boundary set repeats). Members are tokens, at most `longest` bytes, and a
+    restart consumes a byte, so `longest` iterations left is as good as unlimited.
     """
+    g, left, _ = unclip(key)
     n_states = tables.next.shape[0]
-    height = 1 + int(tables.need[g])
+    width = 8 * n_states  # one restart count's block of (slice state, machine state) pairs
+    if not tables.is_repeat[g] or left >= longest:
+        left = None  # unlimited within one token
+    need = np.maximum(tables.need, tables.need_more)
+    height = int(tables.cost[g]) + int(need[g])
 
-    def expand(slice_state: int, state: int) -> np.ndarray | None:
+    def expand(pair: int) -> np.ndarray | None:
         nonlocal height
+        used, rest = divmod(pair, width)
+        slice_state, state = divmod(rest, n_states)
         byte_values, targets = s.rows[slice_state]
-        actions = tables.next[state, tables.byte_class[byte_values]]
+        symbols = tables.byte_class[byte_values]
+        actions = tables.next[state, symbols].astype(np.int64)
+        restarted = np.zeros(actions.shape, dtype=bool)
         if (actions < 0).any():
-            return None
-        height = max(height, 1 + int(tables.need[actions].max(initial=0)))
-        return np.unique(targets * n_states + actions)  # encoded (slice state, machine state)
+            if not (tables.is_repeat[state] and tables.accepting[state]):
+                return None
+            restarted = actions == -1
+            actions = np.where(restarted, tables.next[int(tables.rep_start[state]), symbols], actions)
+            if (actions < 0).any():
+                return None
+            if left is not None and used + 1 > left:
+                return None
+        height = max(height, int(tables.cost[g]) + int(need[actions].max(initial=0)))
+        more = used + restarted if left is not None else np.zeros_like(actions)
+        return np.unique(more * width + targets * n_states + actions)
 
     if s.max_chars == 0:
-        seen = {g}  # encoded pairs, slice state 0 included
+        seen = {g}  # encoded (restarts, slice state, machine state); slice state 0 included
         work = [g]
         while work:
-            pair = work.pop()
-            found = expand(pair // n_states, pair % n_states)
+            found = expand(work.pop())
             if found is None:
                 return None
             for nxt in found.tolist():
+                if nxt >= width:  # a restart of a bounded counter inside an unbounded slice
+                    return None
                 if nxt not in seen:
                     seen.add(nxt)
                     work.append(nxt)
@@ -234,12 +257,11 @@ def is_safe(tables: Tables, g: int, s: Slice) -> int | None:
         work = sorted(boundary)
         seen = set(work)
         while work:
-            pair = work.pop()
-            found = expand(pair // n_states, pair % n_states)
+            found = expand(work.pop())
             if found is None:
                 return None
             for nxt in found.tolist():
-                if nxt < n_states:
+                if nxt % width < n_states:  # slice state 0: a character boundary
                     after.add(nxt)
                 elif nxt not in seen:
                     seen.add(nxt)

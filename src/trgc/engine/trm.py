@@ -2,17 +2,20 @@
 
 Canonical layout (all integers little-endian):
 
-    magic      8 bytes  b"TRGCTRM\\0"
-    version    u32      1
+    magic      8 bytes  b"TRGCTRM\0"
+    version    u32      2
     header_len u32      length of the header
     header     canonical JSON (sorted keys, no whitespace): format, artifact, tokenizer,
-               compiler, policy, trie, vocab_size, max_depth, n_states, n_roots, n_masks,
-               n_words
-    padding    zero bytes up to a multiple of 4
-    accept_id  int32[n_states]        row of `masks` holding the state's accept set
-    height     int32[n_states]        highest relative stack of an accepted token (>= 1)
-    open_start int32[n_states + 1]    CSR into open_roots (0, non-decreasing, ends n_roots)
-    open_roots int32[n_roots]         trie nodes (of the trie named by `trie`)
+               compiler, policy, trie, vocab_size, max_depth, longest, n_states, n_entries,
+               n_roots, n_masks, n_words
+    padding    zero bytes up to a multiple of 8
+    entry_key  int64[n_entries, 3]     (global state, restarts left, iterations needed):
+                                       the frame key of the entry, states non-decreasing,
+                                       keys distinct
+    accept_id  int32[n_entries]        row of `masks` holding the entry's accept set
+    height     int32[n_entries]        highest stack (rule frames) of an accepted token
+    open_start int32[n_entries + 1]    CSR into open_roots (0, non-decreasing, ends n_roots)
+    open_roots int32[n_roots]          trie nodes (of the trie named by `trie`)
     masks      uint32[n_masks, n_words]  distinct bitsets, row 0 the empty set
     digest     32 bytes: SHA-256 of everything above
 
@@ -37,8 +40,8 @@ from trgc.errors import TrgcError
 from trgc.limits import DEFAULT_LIMITS, Limits
 
 MAGIC = b"TRGCTRM\0"
-VERSION = 1
-FORMAT = "trgc-masks-1"
+VERSION = 2
+FORMAT = "trgc-masks-2"
 ZSTD_LEVEL = 10
 
 
@@ -48,7 +51,7 @@ def _canonical_json(value: object) -> bytes:
 
 HEADER_KEYS = (
     "format", "artifact", "tokenizer", "compiler", "policy", "trie", "vocab_size", "max_depth",
-    "n_states", "n_roots", "n_masks", "n_words",
+    "longest", "n_states", "n_entries", "n_roots", "n_masks", "n_words",
 )  # fmt: skip
 
 
@@ -65,15 +68,18 @@ def to_bytes(masks: FrameMasks) -> bytes:
             "trie": trie,
             "vocab_size": masks.vocab_size,
             "max_depth": masks.max_depth,
+            "longest": masks.longest,
             "n_states": masks.n_states,
+            "n_entries": masks.n_entries,
             "n_roots": int(masks.open_roots.shape[0]),
             "n_masks": int(masks.masks.shape[0]),
             "n_words": int(masks.masks.shape[1]),
         }
     )
     body = MAGIC + struct.pack("<II", VERSION, len(header)) + header
-    body += b"\0" * (-len(body) % 4)
+    body += b"\0" * (-len(body) % 8)
     for array, dtype in (
+        (masks.entry_key, "<i8"),
         (masks.accept_id, "<i4"),
         (masks.height, "<i4"),
         (masks.open_start, "<i4"),
@@ -107,7 +113,8 @@ def _refuse(message: str, source: str | None) -> TrgcError:
 
 
 def from_bytes(data: bytes, *, source: str | None = None) -> FrameMasks:
-    """Decode canonical bytes, checking magic, version, digest, header and every size."""
+    """Decode canonical bytes, checking magic, version, digest, header and every size and
+    index, before anything proportional to a declared size is allocated."""
     if len(data) < len(MAGIC) + 8 + 32 or data[: len(MAGIC)] != MAGIC:
         raise _refuse("not a trgc mask cache (bad magic)", source)
     body, digest = data[:-32], data[-32:]
@@ -117,37 +124,66 @@ def from_bytes(data: bytes, *, source: str | None = None) -> FrameMasks:
     if version != VERSION:
         raise _refuse(f"format version {version}, this trgc reads {VERSION}", source)
     start = len(MAGIC) + 8
+    raw_header = body[start : start + header_len]
+    if len(raw_header) != header_len or raw_header[:1] != b"{" or b"[" in raw_header:
+        raise _refuse("header is not one flat JSON object", source)
     try:
-        header = json.loads(body[start : start + header_len].decode())
-    except (UnicodeDecodeError, ValueError):
+        header = json.loads(raw_header.decode())
+    except (UnicodeDecodeError, ValueError, RecursionError):
         raise _refuse("header is not JSON", source) from None
     if not isinstance(header, dict) or sorted(header) != sorted(HEADER_KEYS):
-        raise _refuse("header fields are not those of trgc-masks-1", source)
-    if header["format"] != FORMAT or _canonical_json(header) != body[start : start + header_len]:
-        raise _refuse("header is not the canonical trgc-masks-1 header", source)
-    counts = [header[k] for k in ("vocab_size", "n_states", "n_roots", "n_masks", "n_words")]
-    if not all(isinstance(c, int) and c >= 0 for c in counts):
-        raise _refuse("header sizes are not non-negative integers", source)
-    vocab_size, n_states, n_roots, n_masks, n_words = counts
+        raise _refuse(f"header fields are not those of {FORMAT}", source)
+    if header["format"] != FORMAT or _canonical_json(header) != raw_header:
+        raise _refuse(f"header is not the canonical {FORMAT} header", source)
+    names = ("vocab_size", "max_depth", "longest", "n_states", "n_entries", "n_roots", "n_masks")
+    counts = [header[k] for k in (*names, "n_words")]
+    if not all(isinstance(c, int) and not isinstance(c, bool) and 0 <= c < 2**31 for c in counts):
+        raise _refuse("header sizes are not integers in 0..2^31-1", source)
+    vocab_size, max_depth, longest, n_states, n_entries, n_roots, n_masks, n_words = counts
     offset = start + header_len
-    offset += -offset % 4
-    expected = offset + 4 * (3 * n_states + 1 + n_roots + n_masks * n_words)
-    if expected != len(body) or n_words != (vocab_size + 31) // 32 or n_masks < 1:
+    offset += -offset % 8
+    expected = offset + 24 * n_entries + 4 * (3 * n_entries + 1 + n_roots + n_masks * n_words)
+    if (
+        expected != len(body)
+        or n_words != (vocab_size + 31) // 32
+        or n_masks < 1
+        or max_depth < 1
+        or longest < 1
+    ):
         raise _refuse("section sizes do not match the header", source)
+    keys = np.frombuffer(body, dtype="<i8", count=3 * n_entries, offset=offset)
+    keys = keys.astype(np.int64).reshape(n_entries, 3)
+    offset += 24 * n_entries
     arrays = []
-    for count in (n_states, n_states, n_states + 1, n_roots):
+    for count in (n_entries, n_entries, n_entries + 1, n_roots):
         arrays.append(np.frombuffer(body, dtype="<i4", count=count, offset=offset).astype(np.int32))
         offset += 4 * count
     accept_id, height, open_start, open_roots = arrays
     table = np.frombuffer(body, dtype="<u4", count=n_masks * n_words, offset=offset)
+    table = table.astype(np.uint32).reshape(n_masks, n_words)
     if (
-        (n_states and (accept_id.min() < 0 or accept_id.max() >= n_masks or height.min() < 1))
+        (
+            n_entries
+            and (
+                accept_id.min() < 0
+                or accept_id.max() >= n_masks
+                or height.min() < 0
+                or height.max() > max_depth
+                or keys.min() < 0
+                or keys[:, 0].max() >= n_states
+                or keys[:, 1].max() > longest
+                or keys[:, 2].max() > longest + 1
+                or (np.diff(keys[:, 0]) < 0).any()
+                or len({tuple(k) for k in keys.tolist()}) != n_entries
+            )
+        )
         or open_start[0] != 0
         or open_start[-1] != n_roots
         or (np.diff(open_start) < 0).any()
         or (n_roots and open_roots.min() < 1)
+        or table[0].any()
     ):
-        raise _refuse("an index points outside its table", source)
+        raise _refuse("an index or value points outside its table", source)
     masks = FrameMasks(
         key=(
             header["artifact"],
@@ -157,12 +193,15 @@ def from_bytes(data: bytes, *, source: str | None = None) -> FrameMasks:
             header["trie"],
         ),
         vocab_size=vocab_size,
-        max_depth=header["max_depth"],
+        max_depth=max_depth,
+        n_states=n_states,
+        longest=longest,
+        entry_key=keys,
         accept_id=accept_id,
         height=height,
         open_start=open_start,
         open_roots=open_roots,
-        masks=table.astype(np.uint32).reshape(n_masks, n_words),
+        masks=table,
     )
     if to_bytes(masks) != data:
         raise _refuse("bytes are not canonical", source)
@@ -174,12 +213,24 @@ def load_masks(path: Path | str, *, binding=None, limits: Limits = DEFAULT_LIMIT
     built for another artifact, tokenizer, compiler version, policy or trie."""
     import zstandard
 
+    cap = limits.cache_bytes + 64 * limits.states + (1 << 20)
     raw = read_bytes(path)
-    cap = limits.cache_bytes + 16 * limits.states + (1 << 20)
     try:
-        data = zstandard.ZstdDecompressor().decompress(raw, max_output_size=cap)
+        size = zstandard.get_frame_parameters(raw).content_size
     except zstandard.ZstdError as exc:
         raise _refuse(f"not a readable zstd frame ({exc})", str(path)) from None
+    if size in (zstandard.CONTENTSIZE_UNKNOWN, zstandard.CONTENTSIZE_ERROR) or size > cap:
+        raise _refuse(
+            "the zstd frame does not declare a content size within the cache_bytes limit",
+            str(path),
+        )
+    decompressor = zstandard.ZstdDecompressor().decompressobj()
+    try:
+        data = decompressor.decompress(raw)
+    except zstandard.ZstdError as exc:
+        raise _refuse(f"not a readable zstd frame ({exc})", str(path)) from None
+    if not decompressor.eof or decompressor.unused_data or len(data) != size:
+        raise _refuse("not exactly one complete zstd frame", str(path))
     masks = from_bytes(data, source=str(path))
     if binding is not None:
         masks.require(binding)

@@ -43,7 +43,8 @@ def _distances(artifact: Artifact) -> tuple[list[float], ...]:
 
 
 def _remaining(dist: tuple[list[float], ...], frames: stepper.Frames) -> float:
-    return sum(dist[m][s] for m, s in frames)
+    """Fewest symbols to finish every frame, the iterations a repeat frame still needs included."""
+    return sum(dist[m][s] + needed * dist[m][0] for m, s, _, needed in frames)
 
 
 def sample(artifact: Artifact, rng: random.Random, *, max_bytes: int = 400) -> bytes | None:

@@ -443,7 +443,7 @@ class _Context:
                         len(node.children) + len(lmap) + len(amap), "grammar analysis"
                     )
                 elif kind == Kind.REPEAT:
-                    lo, hi = node.payload
+                    lo, hi = node.payload[:2]
                     child = node.children[0]
                     if hi != 0:
                         lmap = left[child]

@@ -22,7 +22,8 @@ class Kind(IntEnum):
     REF = 4  # payload: str, the referenced rule's name
     SEQ = 5  # children: the items in order
     ALT = 6  # children: the alternatives in order
-    REPEAT = 7  # children: (item,); payload: (min, max) with max None for unbounded
+    REPEAT = 7  # children: (item,); payload: (min, max) with max None for unbounded, or
+    # (min, max, True) for a bound that must compile to a counter (JSON Schema's counted keywords)
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,7 @@ class Rule:
     line: int
     column: int
     pointer: str | None = None  # JSON pointer when the rule came from a JSON Schema
+    shared: bool = False  # compile as its own machine, called where referenced, never inlined
 
 
 @dataclass

@@ -1049,7 +1049,7 @@ class Lowering:
                 declared.append(
                     (name, schema, extra_ptr if extra_schema not in (None, True) else req_ptr)
                 )
-        members: list[tuple[int, bool]] = []
+        members: list[tuple[tuple[int, int], bool]] = []
         for name, sub, ptr in declared:
             value = yield ("schema", sub, ptr)
             if value is None:
@@ -1057,36 +1057,46 @@ class Lowering:
                     self._no(ptr, f"required member {name!r} admits no value")
                     return None
                 continue
-            members.append(
-                (
-                    b.seq(b.lit(strings.canonical_string(name) + self.key_sep), value),
-                    name in required,
-                )
-            )
-        extra: int | None = None
+            key = b.lit(strings.canonical_string(name) + self.key_sep)
+            members.append(((key, value), name in required))
+        extra: tuple[int, int] | None = None
         if extra_schema not in (None, False):
             value = yield ("schema", extra_schema, extra_ptr)
             if value is not None:
                 names = [name for name, _, _ in declared]
-                extra = b.seq(strings.key_other_than(b, names), b.lit(self.key_sep), value)
+                key = b.seq(strings.key_other_than(b, names), b.lit(self.key_sep))
+                extra = (key, value)
         return self._member_list(members, extra)
 
-    def _member_list(self, members: list[tuple[int, bool]], extra: int | None) -> int:
+    def _member_uses(self, member: tuple[int, int], n: int) -> list[int]:
+        """`n` uses of a member `(key, value)`: the key (a literal or a small name automaton)
+        copied, the value shared (`_uses`), so that each use is decided by its key's bytes
+        before any value machine is called."""
+        key, value = member
+        keys = [key] + [self._copy(key) for _ in range(n - 1)]
+        return [self.b.seq(k, v) for k, v in zip(keys, self._uses(value, n), strict=True)]
+
+    def _member_list(
+        self, members: list[tuple[tuple[int, int], bool]], extra: tuple[int, int] | None
+    ) -> int:
         """`{` members in order, commas between the present ones, optional ones skippable, extras last `}`.
 
         `chain` is the language of member lists ending at the current member (None before the
         first); `leading` says whether every member so far was optional, so the current one may
-        also come first. Each value appears at most twice (as first member, and after a comma).
+        also come first. Each value appears at most twice (as first member, and after a comma),
+        and a large one only once, as a shared machine (`_member_uses`).
         """
         b = self.b
         comma = self.item_sep
         chain: int | None = None
         leading = True
-        for node, is_required in members:
+        for member, is_required in members:
             if chain is None:
-                chain = node
+                chain = self.b.seq(*member)
             else:
-                after, first = self._twice(node) if leading else (node, None)
+                after, first = (
+                    self._member_uses(member, 2) if leading else (self.b.seq(*member), None)
+                )
                 tail = b.seq(b.lit(comma), after)
                 options = [b.seq(chain, tail if is_required else b.opt(tail))]
                 if first is not None:
@@ -1096,7 +1106,7 @@ class Lowering:
                 leading = False
         body = chain
         if extra is not None:
-            uses = self._uses(extra, 3 if chain is not None and leading else 2)
+            uses = self._member_uses(extra, 3 if chain is not None and leading else 2)
             only_extras = b.seq(uses[0], b.rep(b.seq(b.lit(comma), uses[1]), 0, None))
             if chain is None:
                 body = only_extras
@@ -1149,13 +1159,21 @@ class Lowering:
         if k == 0:
             assert rest is not None
             first, later = self._twice(rest)
-            more = b.rep(b.seq(b.lit(comma), later), max(0, lo - 1), None if hi is None else hi - 1)
+            more = b.rep(
+                b.seq(b.lit(comma), later),
+                max(0, lo - 1),
+                None if hi is None else hi - 1,
+                counted=lo > 1 or hi is not None,
+            )
             body = b.seq(first, more)
         else:
             tail = b.empty()
             if rest is not None:
                 tail = b.rep(
-                    b.seq(b.lit(comma), rest), max(0, lo - k), None if hi is None else hi - k
+                    b.seq(b.lit(comma), rest),
+                    max(0, lo - k),
+                    None if hi is None else hi - k,
+                    counted=lo > k or hi is not None,
                 )
             for i in range(k - 1, 0, -1):  # element i (0-based) is the (i+1)-th
                 step = b.seq(b.lit(comma), prefix[i], tail)
@@ -1199,12 +1217,14 @@ class Lowering:
         return first, second
 
     def _uses(self, node: int, n: int) -> list[int]:
-        """`n` uses of one lowered value: copies when small, else a helper rule the compiler inlines."""
+        """`n` uses of one lowered value: copies when small, else a shared rule that the
+        compiler keeps as one machine called from every use (never inlined twice), so an
+        artifact grows linearly with the schema however deep optional members nest."""
         if self._size(node) <= _SHARE_ABOVE or self.grammar.nodes[node].kind == Kind.REF:
             return [node] + [self._copy(node) for _ in range(n - 1)]
         self.helpers += 1
         name = f"shared_{self.helpers}"
-        self.grammar.rules.append(Rule(name, node, 0, 0, pointer=None))
+        self.grammar.rules.append(Rule(name, node, 0, 0, pointer=None, shared=True))
         return [self.b.ref(name) for _ in range(n)]
 
 

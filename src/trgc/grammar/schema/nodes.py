@@ -49,12 +49,15 @@ class Builder:
             return items[0]
         return self.grammar.add(Kind.ALT, 0, 0, children=tuple(items))
 
-    def rep(self, item: int, lo: int, hi: int | None) -> int:
+    def rep(self, item: int, lo: int, hi: int | None, *, counted: bool = False) -> int:
+        """`item{lo,hi}`; `counted` makes it a counter whatever the bounds (the counted JSON
+        Schema keywords), so an artifact's shape never depends on such a bound's value."""
         if hi is not None and hi == 0:
             return self.empty()
-        if lo == 1 and hi == 1:
+        if lo == 1 and hi == 1 and not counted:
             return item
-        return self.grammar.add(Kind.REPEAT, 0, 0, children=(item,), payload=(lo, hi))
+        payload = (lo, hi, True) if counted else (lo, hi)
+        return self.grammar.add(Kind.REPEAT, 0, 0, children=(item,), payload=payload)
 
     def opt(self, item: int) -> int:
         return self.rep(item, 0, 1)

@@ -406,7 +406,8 @@ def pattern_string(
             unit = _unit_of(b, ranges)
             if unit is None:
                 return b.lit('""') if new_lo == 0 else None
-            return b.seq(b.lit('"'), b.rep(unit, new_lo, new_hi), b.lit('"'))
+            bounded = new_lo > 0 or new_hi is not None
+            return b.seq(b.lit('"'), b.rep(unit, new_lo, new_hi, counted=bounded), b.lit('"'))
         if lo < min_length or (max_length is not None and (hi is None or hi > max_length)):
             raise TrgcError(
                 "E_UNSUPPORTED_KEYWORD",

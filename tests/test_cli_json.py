@@ -82,7 +82,11 @@ def work(tmp_path_factory):
 
 def successes(work: Path) -> dict[str, tuple[list[str], int]]:
     tools = ROOT / "tests" / "data" / "tools"
+    cache = str(work / "disk-cache")
     return {
+        "cache clear": (["cache", "clear", "--cache-dir", cache], 0),
+        "cache info": (["cache", "info", "--cache-dir", cache], 0),
+        "cache prune": (["cache", "prune", "--cache-dir", cache], 0),
         "calc": (["calc", "1/3"], 0),
         "check": (["check", str(work / "json.trga"), str(work / "json.trg")], 1),
         "compile": (["compile", str(work / "json.trg")], 0),
@@ -193,7 +197,11 @@ def test_every_command_prints_the_documented_document(work):
 
 def failures(work: Path) -> dict[str, list[str]]:
     missing = str(work / "absent")
+    not_a_directory = str(work / "json.trg")
     return {
+        "cache clear": ["cache", "clear", "--cache-dir", not_a_directory],
+        "cache info": ["cache", "info", "--cache-dir", not_a_directory],
+        "cache prune": ["cache", "prune", "--cache-dir", not_a_directory],
         "check": ["check", missing, "-"],
         "compile": ["compile", missing],
         "conformance jsts": ["conformance", "jsts", missing],

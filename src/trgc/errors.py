@@ -95,6 +95,10 @@ CODES: dict[str, str] = {
     "E_TOKENIZER_ZSTD": "a zstd-compressed input is corrupted or truncated",
     # engine
     "E_BITMASK_BUFFER": "a bitmask buffer passed to fill_bitmask has the wrong dtype, shape, layout or row index",
+    "E_CACHE_ENTRY_CORRUPT": "a persistent cache entry fails its digest or has bytes beyond its declared end (removed, recomputed)",
+    "E_CACHE_ENTRY_FOREIGN": "a persistent cache entry is not one of this trgc (magic or container version) or is stored under another key (removed, recomputed)",
+    "E_CACHE_ENTRY_OVERSIZED": "a persistent cache entry is larger than the entry limit (removed, recomputed)",
+    "E_CACHE_ENTRY_TRUNCATED": "a persistent cache entry ends before its declared end (removed, recomputed)",
     "E_CACHE_MISMATCH": "a mask cache file belongs to another artifact, tokenizer or compiler version, or is corrupted",
     "E_ROLLBACK_TOO_FAR": "rollback(n) asked to undo more tokens than the matcher has advanced",
     "E_SPECIAL_TOKEN_MISSING": "the grammar names a special token the tokenizer does not have",

@@ -31,6 +31,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "trgc.cli.tools_cmds",
     "trgc.cli.release_cmds",
     "trgc.cli.masks_cmds",
+    "trgc.cli.cache_cmds",
     "trgc.cli.decode_cmds",
     "trgc.cli.toolcall_cmds",
     "trgc.cli.quality_cmds",

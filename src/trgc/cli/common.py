@@ -106,3 +106,27 @@ LimitsFileOption = Annotated[
         help="TOML file with a [limits] table of NAME = VALUE overrides.",
     ),
 ]
+CacheDirOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--cache-dir",
+        metavar="DIR",
+        help="Persistent mask-cache directory (default: $TRGC_CACHE_DIR, else the user's "
+        "cache directory, e.g. ~/.cache/trgc). Shared safely by concurrent processes.",
+    ),
+]
+NoCacheOption = Annotated[
+    bool,
+    typer.Option(
+        "--no-cache",
+        help="Neither read nor write the persistent mask cache.",
+    ),
+]
+
+
+def open_disk_cache(cache_dir: Path | None, no_cache: bool = False):
+    """The `trgc.engine.diskcache.DiskCache` that --cache-dir / --no-cache select (None when
+    disabled)."""
+    from trgc.engine.diskcache import open_cache
+
+    return open_cache(cache_dir, enabled=not no_cache)

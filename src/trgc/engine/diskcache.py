@@ -388,10 +388,8 @@ class DiskCache:
     def _account(self, added: int) -> None:
         with self._locked():
             recorded = self._read_ledger()
-            if recorded is not None:
-                total = recorded + added
-            else:  # unknown: the scan counts the new file too
-                total = sum(f.size for f in self._scan())
+            # an unknown ledger is recounted (the scan sees the new file too)
+            total = recorded + added if recorded is not None else sum(f.size for f in self._scan())
             if total > self.max_bytes:
                 total = self._evict_to(int(self.max_bytes * LOW_WATER))[2]
             self._write_ledger(total)

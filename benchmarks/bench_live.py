@@ -538,6 +538,7 @@ def main() -> None:
                         help="schemas that fill the disk cache before the warm run")  # fmt: skip
     parser.add_argument("--cache-dir", help="disk cache of the warm run (default: a temporary one)")
     parser.add_argument("--json", action="store_true", help="print the raw numbers as JSON")
+    parser.add_argument("--save", metavar="FILE", help="also write the raw numbers to FILE")
     parser.add_argument("--worker", choices=("populate", "measure"), help=argparse.SUPPRESS)
     parser.add_argument("--work", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -545,6 +546,8 @@ def main() -> None:
         worker(args)
         return
     summary = bench(args)
+    if args.save:
+        Path(args.save).write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
     print(json.dumps(summary, indent=2, sort_keys=True) if args.json else report(summary))
 
 

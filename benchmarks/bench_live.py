@@ -312,6 +312,14 @@ def summarise(cases: list[dict], results: dict[str, list[dict]]) -> dict:
         }
     out["engines"] = per
     out["ratios"] = ratios(results, common, per)
+    in_common = set(common)
+    out["cases"] = [
+        {"id": case["id"], "bytes": case.get("bytes"), "tokens": len(case["ids"] or ()),
+         "problem": case["problem"], "common": i in in_common,
+         "engines": {e: {k: v for k, v in results[e][i].items() if k != "mask_s"}
+                     | {"masks": len(results[e][i].get("mask_s", ()))} for e in engines}}
+        for i, case in enumerate(cases)
+    ]  # fmt: skip
     return out
 
 

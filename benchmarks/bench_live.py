@@ -457,19 +457,32 @@ def bench(args) -> dict:
         if not isinstance(engine, str):
             warm_up(engine, hf)
     results: dict = {n: [] if not isinstance(e, str) else e for n, e in engines.items()}
+    profiler = None
+    if args.profile:
+        import cProfile
+
+        profiler = cProfile.Profile()
     started = time.perf_counter()
     for k, case in enumerate(cases, 1):
         line = []
         for name, engine in engines.items():
             if isinstance(engine, str):
                 continue
-            outcome = run_case(engine, case)
+            if profiler is not None and name == "trgc":
+                outcome = profiler.runcall(run_case, engine, case)
+            else:
+                outcome = run_case(engine, case)
             results[name].append(outcome)
             line.append(f"{name} {outcome['status']}")
         progress(f"[{k}/{len(cases)}] {case['id']}: " + ", ".join(line)
                  + f"  ({time.perf_counter() - started:.0f} s)")  # fmt: skip
     if "trgc-warm" in args.engines:
         results["trgc-warm"] = run_warm(args.tokenizer, cases, warm_cases, args.cache_dir)
+    if profiler is not None:
+        import pstats
+
+        profiler.dump_stats(args.profile)
+        pstats.Stats(profiler, stream=sys.stderr).sort_stats("tottime").print_stats(25)
     summary = summarise(cases, results)
     summary["targets"] = targets(summary)
     summary["settings"] = {
@@ -547,6 +560,8 @@ def main() -> None:
     parser.add_argument("--cache-dir", help="disk cache of the warm run (default: a temporary one)")
     parser.add_argument("--json", action="store_true", help="print the raw numbers as JSON")
     parser.add_argument("--save", metavar="FILE", help="also write the raw numbers to FILE")
+    parser.add_argument("--profile", metavar="FILE", help="cProfile trgc's runs into FILE and "
+                        "print the top functions on stderr (slows trgc down: not for timing)")  # fmt: skip
     parser.add_argument("--worker", choices=("populate", "measure"), help=argparse.SUPPRESS)
     parser.add_argument("--work", help=argparse.SUPPRESS)
     args = parser.parse_args()

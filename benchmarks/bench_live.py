@@ -7,7 +7,8 @@ mask written (time to first mask = compile + bind/matcher creation + first mask)
 schema's first valid instance is teacher-forced and every mask is timed as it is written into
 the engine's int32 bitmask buffer, the way an inference loop calls it:
 
-  * trgc: `compile_schema(separators="compact")`, `Matcher` over a `MaskCache` shared by all
+  * trgc: `compile_schema(separators="compact")` (closed objects unless `--open-objects`),
+    `Matcher` over a `MaskCache` shared by all
     schemas (as a server keeps one), `fill_bitmask`; no precompute;
   * trgc with a warm cache: the same, in a fresh process whose `Matcher` reads a persistent
     disk cache that a previous process filled from a disjoint sample of schemas (`--warm-with
@@ -17,7 +18,8 @@ the engine's int32 bitmask buffer, the way an inference loop calls it:
     then `LLMatcher` (llguidance builds its parser there, so both count as its compile),
     `llguidance.numpy.fill_next_token_bitmask`;
   * XGrammar: `GrammarCompiler(max_threads=1, cache_enabled=False).compile_json_schema(
-    any_whitespace=False, separators=(",", ":"), strict_mode=True)`, `GrammarMatcher`,
+    any_whitespace=False, separators=(",", ":"), strict_mode=True)` (False with
+    `--open-objects`), `GrammarMatcher`,
     `fill_next_token_bitmask`; its `TokenizerInfo` is built from trgc's exact token bytes.
 
 Fairness: one process, one thread, engines in turn on each schema; every engine gets the same
@@ -133,17 +135,20 @@ def prepare(picked, table, hf) -> list[dict]:
 class TrgcEngine:
     name = "trgc"
 
-    def __init__(self, table, disk_cache=None) -> None:
+    def __init__(self, table, disk_cache=None, open_objects: bool = False) -> None:
         import trgc
 
         self.trgc = trgc
         self.table = table
         self.cache = trgc.MaskCache()
+        self.open_objects = open_objects
         self.extra = {} if disk_cache is None else {DISK_CACHE_PARAMETER: disk_cache}
         self.buffer = np.zeros((1, (table.vocab_size + 31) // 32), dtype=np.int32)
 
     def compile(self, schema):
-        return self.trgc.compile_schema(schema, separators="compact")
+        return self.trgc.compile_schema(
+            schema, separators="compact", open_objects=self.open_objects
+        )
 
     def matcher(self, compiled):
         m = self.trgc.Matcher(compiled, self.table, cache=self.cache, **self.extra)
@@ -191,7 +196,7 @@ class LlguidanceEngine:
 class XgrammarEngine:
     name = "xgrammar"
 
-    def __init__(self, table) -> None:
+    def __init__(self, table, open_objects: bool = False) -> None:
         import xgrammar
 
         self.xgr = xgrammar
@@ -201,11 +206,12 @@ class XgrammarEngine:
             stop_token_ids=list(table.eos_ids),
         )  # fmt: skip
         self.compiler = xgrammar.GrammarCompiler(info, max_threads=1, cache_enabled=False)
+        self.strict = not open_objects
         self.buffer = np.zeros((1, (table.vocab_size + 31) // 32), dtype=np.int32)
 
     def compile(self, schema):
         return self.compiler.compile_json_schema(
-            json.dumps(schema), any_whitespace=False, separators=(",", ":"), strict_mode=True
+            json.dumps(schema), any_whitespace=False, separators=(",", ":"), strict_mode=self.strict
         )
 
     def matcher(self, compiled):
@@ -388,7 +394,7 @@ def worker(args) -> None:
     _, table, hf = load_vocab(work["tokenizer"])
     gc.collect()
     gc.freeze()
-    engine = TrgcEngine(table, disk_cache=DiskCache(args.cache_dir))
+    engine = TrgcEngine(table, DiskCache(args.cache_dir), work["open_objects"])
     cases = work["warm"] if args.worker == "populate" else work["cases"]
     if args.worker == "measure":
         warm_up(engine, hf)
@@ -396,14 +402,17 @@ def worker(args) -> None:
     json.dump(results, sys.stdout)
 
 
-def run_warm(tokenizer: str, cases, warm_cases, cache_dir: str | None) -> list | str:
+def run_warm(
+    tokenizer: str, cases, warm_cases, cache_dir: str | None, open_objects: bool
+) -> list | str:
     if not disk_cache_supported():
         return f"unavailable: trgc.Matcher takes no {DISK_CACHE_PARAMETER!r} argument yet"
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp) / "work.json"
         strip = lambda cs: [{k: c[k] for k in ("schema", "ids", "problem")} for c in cs]  # noqa: E731
-        work.write_text(json.dumps({"tokenizer": tokenizer, "cases": strip(cases),
-                                    "warm": strip(warm_cases)}))  # fmt: skip
+        document = {"tokenizer": tokenizer, "cases": strip(cases), "warm": strip(warm_cases),
+                    "open_objects": open_objects}  # fmt: skip
+        work.write_text(json.dumps(document))
         cache = cache_dir or str(Path(tmp) / "cache")
         out = None
         for mode in ("populate", "measure"):
@@ -422,7 +431,7 @@ def run_warm(tokenizer: str, cases, warm_cases, cache_dir: str | None) -> list |
 # -- driver and report -------------------------------------------------------------------
 
 
-def make_engines(names, raw, table) -> dict:
+def make_engines(names, raw, table, open_objects: bool) -> dict:
     made: dict = {}
     for name in names:
         if name == "trgc-warm":
@@ -430,11 +439,11 @@ def make_engines(names, raw, table) -> dict:
         started = time.perf_counter()
         try:
             if name == "trgc":
-                made[name] = TrgcEngine(table)
+                made[name] = TrgcEngine(table, open_objects=open_objects)
             elif name == "llguidance":
                 made[name] = LlguidanceEngine(raw)
             else:
-                made[name] = XgrammarEngine(table)
+                made[name] = XgrammarEngine(table, open_objects)
         except ImportError:
             made[name] = "not installed (pip install '.[bench]', torch==2.13.0 first)"
             continue
@@ -450,7 +459,7 @@ def bench(args) -> dict:
         args.schemas, args.seed + 1, {(s, f) for s, f, _ in picked}
     )  # fmt: skip
     warm_cases = prepare(warm_pick, table, hf) if "trgc-warm" in args.engines else []
-    engines = make_engines(args.engines, raw, table)
+    engines = make_engines(args.engines, raw, table, args.open_objects)
     gc.collect()
     gc.freeze()
     for engine in engines.values():
@@ -477,7 +486,9 @@ def bench(args) -> dict:
         progress(f"[{k}/{len(cases)}] {case['id']}: " + ", ".join(line)
                  + f"  ({time.perf_counter() - started:.0f} s)")  # fmt: skip
     if "trgc-warm" in args.engines:
-        results["trgc-warm"] = run_warm(args.tokenizer, cases, warm_cases, args.cache_dir)
+        results["trgc-warm"] = run_warm(
+            args.tokenizer, cases, warm_cases, args.cache_dir, args.open_objects
+        )
     if profiler is not None:
         import pstats
 
@@ -487,7 +498,7 @@ def bench(args) -> dict:
     summary["targets"] = targets(summary)
     summary["settings"] = {
         "tokenizer": args.tokenizer, "vocab_size": table.vocab_size, "schemas": args.schemas,
-        "seed": args.seed, "warm_with": args.warm_with,
+        "seed": args.seed, "warm_with": args.warm_with, "open_objects": args.open_objects,
         "versions": versions(), "load_average": os.getloadavg(),
     }  # fmt: skip
     return summary
@@ -558,6 +569,8 @@ def main() -> None:
     parser.add_argument("--warm-with", choices=("other", "same"), default="other",
                         help="schemas that fill the disk cache before the warm run")  # fmt: skip
     parser.add_argument("--cache-dir", help="disk cache of the warm run (default: a temporary one)")
+    parser.add_argument("--open-objects", action="store_true", help="admit undeclared members "
+                        "(trgc open_objects, XGrammar strict_mode=False; llguidance always does)")  # fmt: skip
     parser.add_argument("--json", action="store_true", help="print the raw numbers as JSON")
     parser.add_argument("--save", metavar="FILE", help="also write the raw numbers to FILE")
     parser.add_argument("--profile", metavar="FILE", help="cProfile trgc's runs into FILE and "

@@ -87,18 +87,23 @@ class EntryKey:
         for name in ("tokenizer", "compiler", "policy", "subject"):
             if not isinstance(getattr(self, name), str):
                 raise ValueError(f"{name}: expected a str, got {getattr(self, name)!r}")
-        if len(self.canonical()) > MAX_KEY_BYTES:
+        fields = {"compiler": self.compiler, "format": self.format, "kind": self.kind,
+                  "policy": self.policy, "subject": self.subject, "tokenizer": self.tokenizer}  # fmt: skip
+        canonical = json.dumps(
+            fields, sort_keys=True, separators=(",", ":"), ensure_ascii=False
+        ).encode()
+        if len(canonical) > MAX_KEY_BYTES:
             raise ValueError(f"key: expected at most {MAX_KEY_BYTES} bytes of canonical JSON")
+        object.__setattr__(self, "_canonical", canonical)  # computed once: keys are immutable
+        object.__setattr__(self, "_address", hashlib.sha256(canonical).hexdigest())
 
     def canonical(self) -> bytes:
         """The key as canonical JSON (sorted keys, no whitespace, UTF-8)."""
-        return json.dumps(
-            asdict(self), sort_keys=True, separators=(",", ":"), ensure_ascii=False
-        ).encode()
+        return self._canonical  # type: ignore[attr-defined]
 
     def address(self) -> str:
         """Hex SHA-256 of the canonical key: the entry's file name."""
-        return hashlib.sha256(self.canonical()).hexdigest()
+        return self._address  # type: ignore[attr-defined]
 
 
 def trm_key(file_key: tuple[str, str, str, str, str], trm_version: int) -> EntryKey:
@@ -312,8 +317,19 @@ class DiskCache:
         return value if isinstance(value, int) and value >= 0 else None
 
     def _write_ledger(self, total: int) -> None:
+        """Replace the ledger by rename, without an fsync: it is advisory (a torn or lost
+        ledger is recounted by a scan), and an fsync per publication would double its cost."""
         self.layout.mkdir(parents=True, exist_ok=True)
-        atomic_write(self._ledger, json.dumps({"bytes": total}).encode())
+        tmp = self.layout / f".usage.json.{os.getpid()}.tmp"
+        try:
+            tmp.write_bytes(json.dumps({"bytes": total}).encode())
+            os.replace(tmp, self._ledger)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            raise TrgcError(
+                "E_IO", f"cannot write the ledger: {exc.strerror}", source=str(self._ledger)
+            ) from None
 
     # -- reading --------------------------------------------------------------------------
     def _refuse(self, error: TrgcError, path: Path) -> None:

@@ -11,9 +11,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from engine_fixtures import STRUCTURAL, structural_table  # noqa: E402
-
 import trgc  # noqa: E402
+from engine_fixtures import STRUCTURAL, structural_table  # noqa: E402
 from trgc.errors import TrgcError  # noqa: E402
 from trgc.integrations.audit import check_audit, read_audit  # noqa: E402
 from trgc.integrations.batch import ConstrainedBatch, publish_table  # noqa: E402

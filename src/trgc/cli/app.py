@@ -33,6 +33,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "trgc.cli.masks_cmds",
     "trgc.cli.cache_cmds",
     "trgc.cli.decode_cmds",
+    "trgc.cli.audit_cmds",
     "trgc.cli.toolcall_cmds",
     "trgc.cli.quality_cmds",
 )

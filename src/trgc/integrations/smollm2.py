@@ -12,8 +12,10 @@ file so that `trgc replay` finds it without the model. Nothing is ever fetched f
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
+import shutil
 import tempfile
 import time
 from dataclasses import dataclass
@@ -181,6 +183,52 @@ def model_table(
     cached.parent.mkdir(parents=True, exist_ok=True)
     table.save(cached)
     return table, cached, name
+
+
+def hf_model_dir() -> Path:
+    """A Hugging Face model folder of the bundled SmolLM2 (what vLLM loads), converted from its
+    GGUF on first use and cached as `<cache_dir>/models/smollm2-<sha256 prefix of the GGUF>`.
+
+    transformers dequantises the GGUF (`from_pretrained(..., gguf_file=...)`) into a float
+    model; its quantizer record is dropped before `save_pretrained`, since the saved weights
+    are no longer quantised. The folder is written under a temporary name and renamed into
+    place, so a reader never sees a half-written model and a failed conversion leaves nothing;
+    a concurrent converter that finishes first wins and the other copy is discarded."""
+    gguf = smollm2_gguf()
+    target = cache_dir() / "models" / f"smollm2-{file_sha256(gguf)[:16]}"
+    if (target / "config.json").is_file():
+        return target
+    _offline()
+    torch = require("torch", "converting SmolLM2 to a Hugging Face folder")
+    transformers = require("transformers", "converting SmolLM2 to a Hugging Face folder")
+    require("gguf", "converting SmolLM2 to a Hugging Face folder")
+    _quiet(transformers)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    mask = os.umask(0)
+    os.umask(mask)
+    os.chmod(tmp, 0o777 & ~mask)  # mkdtemp makes it 0700; publish with the usual permissions
+    try:
+        source = {"gguf_file": gguf.name, "local_files_only": True}
+        tokenizer = transformers.AutoTokenizer.from_pretrained(str(gguf.parent), **source)
+        model = transformers.AutoModelForCausalLM.from_pretrained(
+            str(gguf.parent), dtype=torch.float32, **source
+        )
+        model.hf_quantizer = None
+        if hasattr(model.config, "quantization_config"):
+            del model.config.quantization_config
+        model.save_pretrained(str(tmp))
+        tokenizer.save_pretrained(str(tmp))
+        with contextlib.suppress(OSError):  # another process may have published it meanwhile
+            os.rename(tmp, target)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    if not (target / "config.json").is_file():
+        raise TrgcError(
+            "E_IO", "the converted SmolLM2 folder was not published", source=str(target)
+        )
+    return target
 
 
 def load_model(spec: str, *, probe: str = BUILTIN_PROBE) -> LoadedModel:

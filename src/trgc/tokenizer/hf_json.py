@@ -113,8 +113,15 @@ def model_vocab(model: dict, source: str) -> tuple[str, dict[str, int]]:
 
 def load_tokenizer_json(path: Path) -> Vocab:
     """Read one `tokenizer.json` (and `tokenizer_config.json` / `generation_config.json` beside it)."""
-    source = str(path)
     doc, digest = read_json(path)
+    result = vocab_from_document(doc, digest, name=logical_name(path), source=str(path))
+    read_config(path.parent, result)
+    return result
+
+
+def vocab_from_document(doc: Any, digest: str, *, name: str, source: str) -> Vocab:
+    """The `Vocab` of a parsed tokenizer.json document whose text has sha256 `digest`
+    (recorded as `source_files[name]`); companion config files are the caller's."""
     if not isinstance(doc, dict) or not isinstance(doc.get("model"), dict):
         raise TrgcError(
             "E_TOKENIZER_FORMAT", "not a tokenizer.json: no `model` object", source=source
@@ -163,10 +170,9 @@ def load_tokenizer_json(path: Path) -> Vocab:
         byte_fallback=byte_fallback,
         model_specials=model_specials,
         added=added,
-        files={logical_name(path): digest},
+        files={name: digest},
         extra={"string_style": style},
     )
-    read_config(path.parent, result)
     return result
 
 

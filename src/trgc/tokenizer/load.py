@@ -9,7 +9,9 @@ told apart by content: a tiktoken rank file is text lines, a SentencePiece model
 from __future__ import annotations
 
 from dataclasses import dataclass
+from os import PathLike
 from pathlib import Path
+from typing import Any
 
 from trgc.errors import TrgcError
 from trgc.tokenizer.sources import logical_name, read_source
@@ -160,8 +162,19 @@ def build_table(
     return table_from_vocab(vocab, eos_override=eos, vocab_size=vocab_size, source=str(src.path))
 
 
-def load_tokenizer(path: str | Path, **options) -> TokenTable:
-    """A `.trt` token table, or a tokenizer file/folder built in memory (`build_table` options)."""
+def load_tokenizer(path: Any, **options) -> TokenTable:
+    """A `.trt` token table, or a tokenizer file/folder built in memory (`build_table` options:
+    `eos`, `vocab_size` (the model's, padding with unused ids), `specials`).
+
+    `path` may also be a live tokenizer object: a `tokenizers.Tokenizer`, a transformers
+    tokenizer or a `tiktoken.Encoding` (`trgc.tokenizer.live`), with the same options; a
+    `TokenTable` is returned as it is. Any other type is `E_ARGUMENT_TYPE`."""
+    if isinstance(path, TokenTable) and not options:
+        return path
+    if not isinstance(path, str | PathLike):
+        from trgc.tokenizer.live import table_from_object
+
+        return table_from_object(path, **options)
     path = Path(path)
     if path.suffix == TABLE_SUFFIX or (path.is_file() and _starts_like_table(path)):
         if options:

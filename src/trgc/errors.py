@@ -133,6 +133,7 @@ CODES: dict[str, str] = {
     "E_EVIDENCE_UNKNOWN_FIELD": "an extraction result has a field its schema does not define",
     "E_EVIDENCE_VALUE": "an extraction result field has a value outside its enumeration or format",
     "E_TOOL_CAPABILITY": "a tool request's capability differs from the registered tool's",
+    "E_TOOL_TIMEOUT": "a tool ran past its request's timeout_ms of wall-clock time (reported in the result, status error)",
     "E_TOOL_UNREGISTERED": "a tool request names a tool (name@version) that is not in the registry",
     # toolcall
     "E_TOOLCALL_DUPLICATE_NAME": "two tools in a tool list share a name",

@@ -111,9 +111,14 @@ def tool_run_command(
         + ("  (truncated)" if result["truncated"] else ""),
         markup=False,
     )
+    provenance = result["provenance"]
     console.print(
-        f"operations {result['provenance']['operations']:,} of {result['provenance']['operation_budget']:,}"
-        f"  result sha256 {result['result_sha256']}",
+        f"operations {provenance['operations']:,} of {provenance['operation_budget']:,}"
+        f"  stop {provenance['stop_reason']}  result sha256 {result['result_sha256']}",
+        markup=False,
+    )
+    console.print(
+        f"implementation {provenance['implementation']} {provenance['implementation_hash']}",
         markup=False,
     )
     console.print("reinsertion record:", markup=False)
@@ -125,7 +130,8 @@ def tool_list_command(
     as_json: JsonOption = False,
 ) -> None:
     """List the tools compiled into trgc: name@version, capability, authority class, schema
-    hashes (the values a request's `schemas` block must carry) and limit ceilings."""
+    hashes (the values a request's `schemas` block must carry), implementation label and
+    implementation_hash (SHA-256 over the source files that define it) and limit ceilings."""
     from trgc.tools.registry import REGISTRY
 
     tools = [definition.describe() for definition in REGISTRY.values()]
@@ -139,6 +145,10 @@ def tool_list_command(
         )
         console.print(f"  input_sha256   {tool['input_sha256']}", markup=False)
         console.print(f"  output_sha256  {tool['output_sha256']}", markup=False)
+        console.print(
+            f"  implementation {tool['implementation']} {tool['implementation_hash']}",
+            markup=False,
+        )
 
 
 @reporting_errors

@@ -160,6 +160,7 @@ EXIT_OK = 0
 EXIT_DIFFERENT = 1
 EXIT_INVALID = 2
 EXIT_LIMIT = 3
+EXIT_INCOMPLETE = 4  # a generation stopped at max_tokens: its output is incomplete
 EXIT_INTERNAL = 70
 
 

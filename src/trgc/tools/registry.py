@@ -186,3 +186,15 @@ def lookup(name: str, version: str) -> ToolDefinition | None:
         if definition.name == name and definition.version == version:
             return definition
     return None
+
+
+def tool_identities() -> list[dict]:
+    """Every registered tool's identity, in registry order, as traces record it."""
+    return [
+        {
+            "tool": d.tool.value,
+            "implementation": d.implementation,
+            "implementation_hash": d.implementation_hash,
+        }
+        for d in REGISTRY.values()
+    ]

@@ -128,6 +128,7 @@ CODES: dict[str, str] = {
     "E_ENVELOPE_VALUE": "a tool request field has a malformed or unsupported value",
     "E_EVIDENCE_JSON": "an extraction result is not strict JSON",
     "E_EVIDENCE_MISSING_FIELD": "an extraction result lacks a required field",
+    "E_EVIDENCE_SCHEMA": "an evidence application schema is malformed (trgc-evidence-schema-1: fields, rules, cross-field rules)",
     "E_EVIDENCE_SOURCE": "an evidence source mapping is malformed (NAME=PATH, unique names)",
     "E_EVIDENCE_TYPE": "an extraction result field has the wrong JSON type",
     "E_EVIDENCE_UNKNOWN_FIELD": "an extraction result has a field its schema does not define",

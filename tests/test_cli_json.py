@@ -151,7 +151,7 @@ def successes(work: Path) -> dict[str, tuple[list[str], int]]:
                 "verify",
                 str(ROOT / "tokenizers" / "synthetic" / "json-bytelevel"),
                 "--probe",
-                str(ROOT / "tests" / "data" / "probe.txt"),
+                str(ROOT / "src" / "trgc" / "tokenizer" / "probe.txt"),
             ],
             0,
         ),

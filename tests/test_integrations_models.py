@@ -21,7 +21,7 @@ tokenizers = pytest.importorskip("tokenizers")
 
 ROOT = Path(__file__).resolve().parents[1]
 SYNTHETIC = ROOT / "tokenizers" / "synthetic" / "json-bytelevel"
-PROBE = (ROOT / "tests" / "data" / "probe.txt").read_text(encoding="utf-8")
+PROBE = (ROOT / "src" / "trgc" / "tokenizer" / "probe.txt").read_text(encoding="utf-8")
 
 
 def _write_gguf(path: Path, tokens: list[str], types: list[int], model: str = "gpt2") -> Path:

@@ -58,6 +58,9 @@ def test_conformance_ratchet_update_and_regression(tmp_path):
             SUITE / "tests" / "draft2020-12" / name, suite / "tests" / "draft2020-12" / name
         )
     baseline = tmp_path / "classification.json"
+    absent = run("conformance", "jsts", str(suite), "--baseline", str(baseline), "--json")
+    assert absent.exit_code == 2 and json.loads(absent.stderr)["error"]["code"] == "E_IO"
+    baseline.write_text('{"cases": {}}')
     first = run("conformance", "jsts", str(suite), "--baseline", str(baseline), "--json")
     assert first.exit_code == 1  # every case is missing from an empty baseline
     assert json.loads(first.stdout)["missing"]

@@ -18,7 +18,7 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "tokenizers"
 FIXTURES = REPO / "tokenizers"
 SYNTH = FIXTURES / "synthetic"
-PROBE = REPO / "tests" / "data" / "probe.txt"
+PROBE = REPO / "src" / "trgc" / "tokenizer" / "probe.txt"
 
 # name -> path of the source (committed fixture where allowed, else ../shared)
 REAL = {

@@ -79,7 +79,8 @@ def jsts_command(
         typer.Option(
             "--baseline",
             metavar="FILE",
-            help="The committed classification every case is compared with.",
+            help="The committed classification every case is compared with (a missing file is "
+            "an error unless --update creates it).",
         ),
     ] = Path("tests/data/jsts-classification.json"),
     update: Annotated[
@@ -108,8 +109,9 @@ def jsts_command(
         summary,
     )
 
+    committed = load_baseline(baseline, missing_ok=update)  # before the long run
     results = run_suite(path, separators=separators)
-    ratchet = compare(results, load_baseline(baseline))
+    ratchet = compare(results, committed)
     info = summary(results)
     revision_file = path / "REVISION"
     revision = (

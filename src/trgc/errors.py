@@ -144,6 +144,7 @@ CODES: dict[str, str] = {
     "E_TOOLCALL_NAME": "a tool name is not 1-64 characters of A-Z a-z 0-9 _ -",
     "E_TOOLCALL_NO_TOOLS": "a tool list is empty or not a JSON array",
     "E_TOOLCALL_PARAMETERS": "a tool's parameters schema does not describe a JSON object (type must be \"object\")",
+    "E_TOOLCALL_UNCONSTRAINED": "--unconstrained-arguments names a tool that is not in the tool list",
     # release (lock files)
     "E_LOCK_INVALID": "a lock file is not valid TOML of the trgc-lock-1 shape",
     "E_LOCK_DUPLICATE_NAME": "two locked sources share a file stem (lock entries are keyed by stem)",

@@ -67,6 +67,9 @@ def reporting_errors(func: F) -> F:
         try:
             return func(*args, **kwargs)
         except TrgcError as error:
+            from trgc.cli.filekinds import redirect_hint
+
+            redirect_hint(error)
             report_error(error, as_json)
             raise typer.Exit(error.exit_status) from None
         except (typer.Exit, typer.Abort, KeyboardInterrupt):

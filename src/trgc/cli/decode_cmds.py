@@ -14,6 +14,7 @@ import typer
 from trgc.cli.common import (
     JsonOption,
     print_json,
+    print_table,
     reporting_errors,
     stderr_console,
     stdout_console,
@@ -422,7 +423,9 @@ def stats_command(
         + f" over {document['intervention']['steps']} steps",
         markup=False,
     )
-    table = Table("distribution", "count", "min", "p50", "p90", "p99", "max", "mean")
+    table = Table("distribution")
+    for column in ("count", "min", "p50", "p90", "p99", "max", "mean"):
+        table.add_column(column, justify="right")
     for name in ("allowed_set_size", "mask_us", "sample_us", "chosen_rank"):
         d = document[name]
         cells = [
@@ -430,7 +433,7 @@ def stats_command(
             for k in ("min", "p50", "p90", "p99", "max", "mean")
         ]
         table.add_row(name, str(d["count"]), *cells)
-    console.print(table)
+    print_table(table, console)
 
 
 def register(app: typer.Typer) -> None:

@@ -12,6 +12,7 @@ import typer
 from trgc.cli.common import (
     JsonOption,
     print_json,
+    print_table,
     reporting_errors,
     stderr_console,
     stdout_console,
@@ -61,7 +62,7 @@ def keywords_command(as_json: JsonOption = False) -> None:
         table.add_column(column)
     for k in KEYWORDS:
         table.add_row(k.name, k.status, k.applies_to, k.note)
-    stdout_console().print(table)
+    print_table(table)
 
 
 @reporting_errors
@@ -283,7 +284,7 @@ def coverage_command(
                 top,
             )
         console = stdout_console()
-        console.print(table)
+        print_table(table, console)
         t = doc["total"]
         console.print(
             f"total {t['compiled']}/{t['schemas']} compiled, {t['passing']} passing, {t['wrongly_accepted']} invalid "

@@ -11,6 +11,7 @@ import typer
 from trgc.cli.common import (
     JsonOption,
     print_json,
+    print_table,
     reporting_errors,
     stderr_console,
     stdout_console,
@@ -155,7 +156,7 @@ def _render_inspect(info: dict) -> None:
     for kind in info["counts"]:
         counts.add_column(kind, justify="right")
     counts.add_row(*(f"{v:,}" for v in info["counts"].values()))
-    console.print(counts)
+    print_table(counts, console)
     eos = ", ".join(f"{e['id']} {e['name'] or e['bytes']}" for e in info["eos"]) or "none"
     console.print(f"EOS/EOG: {eos}  ({meta.get('eos_source')})", markup=False)
     specials = list(info["special_tokens"].items())

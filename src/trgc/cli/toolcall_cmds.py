@@ -15,6 +15,7 @@ from trgc.cli.common import (
     LimitOption,
     LimitsFileOption,
     print_json,
+    print_table,
     reporting_errors,
     stderr_console,
     stdout_console,
@@ -216,7 +217,7 @@ def _render(report) -> None:
                 str(t["merged_empty_object_allowed"]),
                 str(t["merged_brace_quote_allowed"]),
             )
-        console.print(table)
+        print_table(table, console)
     for problem in report.problems:
         console.print(f"problem: {problem['message']}", markup=False)
     console.print("check: ok" if report.ok else "check: FAILED", markup=False)

@@ -119,6 +119,7 @@ def successes(work: Path) -> dict[str, tuple[list[str], int]]:
             0,
         ),
         "inspect": (["inspect", str(work / "json.trga")], 0),
+        "man": (["man", "compile"], 0),
         "keywords": (["keywords"], 0),
         "lock": (["lock", str(work / "json.trg"), "--lock", str(work / "y.lock")], 0),
         "masks precompute": (
@@ -202,6 +203,7 @@ def failures(work: Path) -> dict[str, list[str]]:
         "evidence check": ["evidence", "check", missing],
         "generate": ["generate", missing, "--tokenizer", str(work / "syn.trt")],
         "inspect": ["inspect", str(work / "json.trg")],
+        "man": ["man", "no-such-command"],
         "lock": ["lock", missing + ".trg", "--lock", str(work / "z.lock")],
         "masks precompute": [
             "masks",

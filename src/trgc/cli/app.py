@@ -34,6 +34,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "trgc.cli.decode_cmds",
     "trgc.cli.toolcall_cmds",
     "trgc.cli.quality_cmds",
+    "trgc.cli.man_cmds",
 )
 
 

@@ -49,7 +49,7 @@ def test_compile_detects_a_schema_and_reports_errors(tmp_path):
 SUITE = CORPORA / "json-schema-test-suite"
 
 
-@pytest.mark.skipif(not SUITE.is_dir(), reason="JSON Schema Test Suite corpus not present")
+@pytest.mark.skipif(not SUITE.is_dir(), reason=f"the JSON Schema Test Suite corpus is missing: {SUITE}")
 def test_conformance_ratchet_update_and_regression(tmp_path):
     suite = tmp_path / "suite"
     (suite / "tests" / "draft2020-12").mkdir(parents=True)
@@ -82,7 +82,7 @@ def test_conformance_ratchet_update_and_regression(tmp_path):
 BENCH = CORPORA / "jsonschemabench"
 
 
-@pytest.mark.skipif(not BENCH.is_dir(), reason="JSONSchemaBench corpus not present")
+@pytest.mark.skipif(not BENCH.is_dir(), reason=f"the JSONSchemaBench corpus is missing: {BENCH}")
 def test_coverage_on_a_small_sample(tmp_path):
     sample = tmp_path / "jsonschemabench"
     (sample / "Glaiveai2K").mkdir(parents=True)

@@ -43,7 +43,7 @@ SIDECARS = {"gpt2-tiktoken": FIXTURES / "openai-tiktoken" / "special_tokens.json
 def real_path(name: str) -> Path:
     path = REAL[name]
     if not path.exists():
-        pytest.skip(f"{path} is not available")
+        pytest.skip(f"the real vocabulary is missing: {path}")
     return path
 
 

@@ -31,6 +31,7 @@ ALLOWED: dict[str, set[str]] = {
         "artifact",
         "tokenizer",
     },
+    # decode records the tool registry's implementation hashes in every trace header
     "decode": {
         "errors",
         "limits",
@@ -41,6 +42,7 @@ ALLOWED: dict[str, set[str]] = {
         "artifact",
         "tokenizer",
         "engine",
+        "tools",
     },
     "tools": {"errors", "limits", "atomic", "jsonread"},
     "torch": {"errors", "limits", "engine"},

@@ -61,6 +61,8 @@ def test_generate_json_document_and_replay(tmp_path):
     doc = json.loads(result.stdout)
     assert set(doc) == {
         "stop",
+        "claim",
+        "run",
         "completed",
         "accepting",
         "failure_code",
@@ -280,7 +282,10 @@ def test_ctrl_c_writes_cancellation_record(tmp_path):
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err.decode()
-    assert b"cancelled: completed false" in err
+    assert b"stop: cancelled: generation cancelled with partial raw output" in err
+    header = json.loads(trace.read_text().splitlines()[0])
+    assert f"artifact {header['artifact']['sha256']}, tokenizer ".encode() in err
+    assert b"raw partial bytes 6161" in err
     assert set((b"a" + out).decode()) == {"a"}
     end = json.loads(trace.read_text().splitlines()[-1])
     assert end["stop"] == "cancelled" and end["completed"] is False and end["accepting"] is True

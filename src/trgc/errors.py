@@ -134,11 +134,13 @@ CODES: dict[str, str] = {
     "E_ENVELOPE_VALUE": "a tool request field has a malformed or unsupported value",
     "E_EVIDENCE_JSON": "an extraction result is not strict JSON",
     "E_EVIDENCE_MISSING_FIELD": "an extraction result lacks a required field",
+    "E_EVIDENCE_SCHEMA": "an evidence application schema is malformed (trgc-evidence-schema-1: fields, rules, cross-field rules)",
     "E_EVIDENCE_SOURCE": "an evidence source mapping is malformed (NAME=PATH, unique names)",
     "E_EVIDENCE_TYPE": "an extraction result field has the wrong JSON type",
     "E_EVIDENCE_UNKNOWN_FIELD": "an extraction result has a field its schema does not define",
     "E_EVIDENCE_VALUE": "an extraction result field has a value outside its enumeration or format",
     "E_TOOL_CAPABILITY": "a tool request's capability differs from the registered tool's",
+    "E_TOOL_TIMEOUT": "a tool ran past its request's timeout_ms of wall-clock time (reported in the result, status error)",
     "E_TOOL_UNREGISTERED": "a tool request names a tool (name@version) that is not in the registry",
     # toolcall
     "E_TOOLCALL_DUPLICATE_NAME": "two tools in a tool list share a name",
@@ -148,6 +150,7 @@ CODES: dict[str, str] = {
     "E_TOOLCALL_NAME": "a tool name is not 1-64 characters of A-Z a-z 0-9 _ -",
     "E_TOOLCALL_NO_TOOLS": "a tool list is empty or not a JSON array",
     "E_TOOLCALL_PARAMETERS": "a tool's parameters schema does not describe a JSON object (type must be \"object\")",
+    "E_TOOLCALL_UNCONSTRAINED": "--unconstrained-arguments names a tool that is not in the tool list",
     # release (lock files)
     "E_LOCK_INVALID": "a lock file is not valid TOML of the trgc-lock-1 shape",
     "E_LOCK_DUPLICATE_NAME": "two locked sources share a file stem (lock entries are keyed by stem)",
@@ -167,6 +170,7 @@ EXIT_OK = 0
 EXIT_DIFFERENT = 1
 EXIT_INVALID = 2
 EXIT_LIMIT = 3
+EXIT_INCOMPLETE = 4  # a generation stopped at max_tokens: its output is incomplete
 EXIT_INTERNAL = 70
 
 

@@ -36,6 +36,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "trgc.cli.audit_cmds",
     "trgc.cli.toolcall_cmds",
     "trgc.cli.quality_cmds",
+    "trgc.cli.man_cmds",
 )
 
 

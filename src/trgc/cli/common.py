@@ -35,6 +35,28 @@ def stdout_console():
     return Console(highlight=False, soft_wrap=True)
 
 
+def print_table(table, console=None) -> None:
+    """Print a rich `Table` on stdout: boxed and fitted to a terminal, or, when stdout is not a
+    terminal (piped or redirected), as plain full-width columns (title line, header, rows;
+    cells aligned with two spaces, nothing truncated, no trailing whitespace)."""
+    if sys.stdout.isatty():
+        (console or stdout_console()).print(table)
+        return
+    columns = list(table.columns)
+    grid = [[str(c.header) for c in columns]]
+    grid += [list(row) for row in zip(*([str(cell) for cell in c.cells] for c in columns), strict=True)]
+    widths = [max(len(row[i]) for row in grid) for i in range(len(columns))]
+    lines = [str(table.title)] if table.title else []
+    for row in grid:
+        cells = [
+            cell.rjust(width) if column.justify == "right" else cell.ljust(width)
+            for cell, width, column in zip(row, widths, columns, strict=True)
+        ]
+        lines.append("  ".join(cells).rstrip())
+    sys.stdout.write("\n".join(lines) + "\n")
+    sys.stdout.flush()
+
+
 def print_json(document: object) -> None:
     """Print exactly one JSON document on stdout (sorted keys, UTF-8, newline-terminated)."""
     sys.stdout.write(json.dumps(document, sort_keys=True, ensure_ascii=False, indent=2) + "\n")
@@ -67,6 +89,9 @@ def reporting_errors(func: F) -> F:
         try:
             return func(*args, **kwargs)
         except TrgcError as error:
+            from trgc.cli.filekinds import redirect_hint
+
+            redirect_hint(error)
             report_error(error, as_json)
             raise typer.Exit(error.exit_status) from None
         except (typer.Exit, typer.Abort, KeyboardInterrupt):

@@ -14,6 +14,7 @@ from trgc.cli.common import (
     LimitOption,
     LimitsFileOption,
     print_json,
+    print_table,
     reporting_errors,
     stdout_console,
 )
@@ -206,7 +207,7 @@ def inspect_command(
             f"{m['transitions']:,}",
             f"{m['calls']:,}",
         )
-    console.print(machines)
+    print_table(machines, console)
     if classes:
         table = Table(title="byte classes", title_justify="left")
         table.add_column("class", justify="right")
@@ -215,7 +216,7 @@ def inspect_command(
             table.add_row(
                 str(index), describe_bytes(tuple(b for lo, hi in spans for b in range(lo, hi + 1)))
             )
-        console.print(table)
+        print_table(table, console)
 
 
 def _compiler_text(compiler: object) -> str:

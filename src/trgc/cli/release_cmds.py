@@ -70,17 +70,25 @@ def verify_command(
         ),
     ] = None,
     lock_path: Annotated[
-        Path, typer.Option("--lock", metavar="FILE", help="The lock file to verify.")
-    ] = Path("trgc.lock"),
+        Path | None,
+        typer.Option(
+            "--lock",
+            metavar="FILE",
+            help="The lock file to verify (default: trgc.lock or artifacts/trgc.lock in the "
+            "current directory or the nearest parent that has one).",
+        ),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Recompile every locked source and compare hashes with the lock and the committed
     artifacts. Exit 0 when everything matches, 1 listing every added, removed and changed entry."""
-    from trgc.release.lockfile import verify
+    from trgc.release.lockfile import find_lock, verify
 
+    if lock_path is None:
+        lock_path = find_lock()
     report = verify(lock_path, sources or None)
     if as_json:
-        print_json(report.to_dict())
+        print_json({"lock_file": str(lock_path), **report.to_dict()})
     else:
         console = stdout_console()
         for name in report.added:

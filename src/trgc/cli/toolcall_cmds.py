@@ -15,7 +15,9 @@ from trgc.cli.common import (
     LimitOption,
     LimitsFileOption,
     print_json,
+    print_table,
     reporting_errors,
+    stderr_console,
     stdout_console,
 )
 from trgc.errors import EXIT_DIFFERENT, TrgcError
@@ -72,6 +74,7 @@ def toolcall_command(
         Path | None,
         typer.Option(
             "--tokenizer",
+            "-t",
             metavar="T",
             help="A token table (.trt) or tokenizer folder to bind the artifact to; fails with "
             "E_SPECIAL_TOKEN_MISSING if an envelope marker is not in its vocabulary.",
@@ -87,6 +90,16 @@ def toolcall_command(
             "required). Exit status 1 if a check fails.",
         ),
     ] = False,
+    unconstrained_arguments: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--unconstrained-arguments",
+            metavar="NAME",
+            help="Leave this tool's arguments unconstrained: any JSON object inside the envelope "
+            "instead of its schema (repeatable). For a schema outside trj-1, which is otherwise an "
+            "error for the whole list; recorded in the artifact and reported, never silent.",
+        ),
+    ] = None,
     limit: LimitOption = None,
     limits_file: LimitsFileOption = None,
     as_json: JsonOption = False,
@@ -123,6 +136,7 @@ def toolcall_command(
         open_objects=open_objects,
         limits=limits,
         source=source,
+        unconstrained_arguments=tuple(unconstrained_arguments or ()),
     )
     parsed = parse_tools(value, limits)
     file_bytes = compress(encode(artifact))
@@ -140,12 +154,21 @@ def toolcall_command(
         else:
             Matcher(artifact, table)
     options = artifact.metadata["options"]
+    free = options.get("unconstrained_arguments", [])
+    if free and not as_json:
+        stderr_console().print(
+            "note: the arguments of "
+            + ", ".join(free)
+            + " are unconstrained (any JSON object, not checked against their schemas)",
+            markup=False,
+        )
     if as_json:
         document = {
             "sha256": artifact.sha256,
             "source": source,
             "family": options["family"],
             "tools": options["tools"],
+            "unconstrained_arguments": free,
             "markers": options["markers"],
             "output": None if output is None else str(output),
             "size": len(file_bytes),
@@ -194,7 +217,7 @@ def _render(report) -> None:
                 str(t["merged_empty_object_allowed"]),
                 str(t["merged_brace_quote_allowed"]),
             )
-        console.print(table)
+        print_table(table, console)
     for problem in report.problems:
         console.print(f"problem: {problem['message']}", markup=False)
     console.print("check: ok" if report.ok else "check: FAILED", markup=False)

@@ -71,6 +71,31 @@ def _opt_hex(v) -> bool:
     )
 
 
+def _sha256_id(v) -> bool:
+    return isinstance(v, str) and v.startswith("sha256:") and _hex64(v[len("sha256:") :])
+
+
+def _opt_sha256_id(v) -> bool:
+    return v is None or _sha256_id(v)
+
+
+def _model(v) -> bool:
+    return v is None or (
+        isinstance(v, dict)
+        and sorted(v) == sorted(MODEL_FIELDS)
+        and all(MODEL_FIELDS[k](v[k]) for k in MODEL_FIELDS)
+    )
+
+
+def _tool_list(v) -> bool:
+    return isinstance(v, list) and all(
+        isinstance(t, dict)
+        and sorted(t) == sorted(TOOL_FIELDS)
+        and all(TOOL_FIELDS[k](t[k]) for k in TOOL_FIELDS)
+        for t in v
+    )
+
+
 HEADER_FIELDS: dict[str, Callable] = {
     "type": _str,
     "protocol": _str,
@@ -83,6 +108,8 @@ HEADER_FIELDS: dict[str, Callable] = {
     "rng": _dict,
     "logits": _str,
     "sidecar": _dict,
+    "composition": _dict,
+    "timings": _dict,
 }
 ARTIFACT_FIELDS: dict[str, Callable] = {"sha256": _str, "path": _opt_str}
 TOKENIZER_FIELDS: dict[str, Callable] = {
@@ -93,6 +120,27 @@ TOKENIZER_FIELDS: dict[str, Callable] = {
 }
 RNG_FIELDS: dict[str, Callable] = {"algorithm": _str, "seed": _int}
 SIDECAR_FIELDS: dict[str, Callable] = {"file": _str, "format": _str}
+# What else took part in the run (docs/trace-format.md "Composition"): the model's weights, the
+# prompt policy (chat template and system prompt) and every registered tool's implementation.
+MODEL_FIELDS: dict[str, Callable] = {"name": _str, "weights_sha256": _sha256_id}
+TOOL_FIELDS: dict[str, Callable] = {
+    "tool": _str,
+    "implementation": _str,
+    "implementation_hash": _sha256_id,
+}
+COMPOSITION_FIELDS: dict[str, Callable] = {
+    "model": _model,
+    "prompt_policy_sha256": _opt_sha256_id,
+    "tools": _tool_list,
+}
+# Microseconds spent before the first step (null when that phase did not happen). Measurements
+# of one run, like MEASURED_STEP_FIELDS: recorded, never replayed or compared.
+TIMING_FIELDS: dict[str, Callable] = {
+    "artifact_load_us": _opt_int,
+    "tokenizer_load_us": _opt_int,
+    "model_load_us": _opt_int,
+    "bind_us": _opt_int,
+}
 STEP_FIELDS: dict[str, Callable] = {
     "type": _str,
     "step": _int,
@@ -130,6 +178,8 @@ END_FIELDS: dict[str, Callable] = {
 }
 # Step fields that are measurements of one run, not consequences of the inputs: not replayed.
 MEASURED_STEP_FIELDS = ("cache_hit", "mask_us", "sample_us")
+# Header fields that are measurements (TIMING_FIELDS): replay and comparisons ignore them.
+MEASURED_HEADER_FIELDS = ("timings",)
 
 
 def canonical_line(record: dict) -> str:
@@ -184,6 +234,8 @@ def validate_header(record: dict, line: int = 1, source: str | None = None) -> N
         ("tokenizer", TOKENIZER_FIELDS),
         ("rng", RNG_FIELDS),
         ("sidecar", SIDECAR_FIELDS),
+        ("composition", COMPOSITION_FIELDS),
+        ("timings", TIMING_FIELDS),
     ):
         _check_fields(record[key], spec, line, f"header.{key}", source)
 

@@ -183,11 +183,21 @@ def baseline_document(results: list[CaseResult], revision: str | None = None) ->
     }
 
 
-def load_baseline(path: Path) -> dict:
+def load_baseline(path: Path, *, missing_ok: bool = False) -> dict:
+    """The committed classification; a missing file is `E_IO` unless `missing_ok` (when the
+    caller is about to create it), never silently an empty baseline."""
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        return {"cases": {}}
+        if missing_ok:
+            return {"cases": {}}
+        raise TrgcError(
+            "E_IO",
+            "the classification baseline does not exist",
+            source=str(path),
+            hint="give --baseline FILE (the repository's is tests/data/jsts-classification.json, "
+            "relative to its root), or add --update to create it from this run",
+        ) from None
     except (OSError, ValueError) as exc:
         raise TrgcError(
             "E_IO", f"cannot read the classification: {exc}", source=str(path)

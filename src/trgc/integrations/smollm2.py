@@ -23,8 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from trgc.errors import TrgcError
+from trgc.integrations.cache import cache_dir
 from trgc.integrations.deps import require
-from trgc.integrations.gguf_table import file_sha256, table_from_gguf
+from trgc.integrations.gguf_table import table_from_gguf
+from trgc.integrations.weights import file_sha256, weights_sha256
 from trgc.tokenizer.table import TokenTable
 from trgc.tokenizer.verify import VerifyReport, verify_table
 
@@ -51,6 +53,7 @@ class LoadedModel:
     """A model ready for trgc: torch module, prompt tokenizer, verified token table."""
 
     name: str  # what the trace header records: "gguf:sha256:<hex>" or "hf:<folder>:<table id>"
+    weights_sha256: str  # `sha256:<hex>` of the weight files (trgc.integrations.weights)
     model: Any
     hf_tokenizer: Any
     table: TokenTable
@@ -92,14 +95,6 @@ def resolve_model(spec: str) -> Path:
         f"model {spec!r} is neither {SMOLLM2!r}, a .gguf file, nor a folder with config.json",
         hint="models are loaded from local files only; nothing is downloaded",
     )
-
-
-def cache_dir() -> Path:
-    """`$TRGC_CACHE_DIR`, else `$XDG_CACHE_HOME/trgc`, else `~/.cache/trgc`."""
-    if os.environ.get("TRGC_CACHE_DIR"):
-        return Path(os.environ["TRGC_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "trgc"
 
 
 def verify_against_hf(table: TokenTable, hf_tokenizer: Any, probe: str) -> None:
@@ -251,6 +246,7 @@ def load_model(spec: str, *, probe: str = BUILTIN_PROBE) -> LoadedModel:
     model.eval()
     return LoadedModel(
         name=name,
+        weights_sha256=weights_sha256(path),
         model=model,
         hf_tokenizer=hf_tokenizer,
         table=table,

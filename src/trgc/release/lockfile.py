@@ -149,6 +149,25 @@ def write_lock(lock_data: Lock, path: Path) -> None:
     atomic_write(path, text.encode("utf-8"))
 
 
+LOCK_NAMES = ("trgc.lock", "artifacts/trgc.lock")
+
+
+def find_lock(start: Path | None = None) -> Path:
+    """The lock `trgc verify` uses without --lock: the first of `trgc.lock` and
+    `artifacts/trgc.lock` in the current directory, then in each parent in turn."""
+    here = (start or Path.cwd()).resolve()
+    for directory in (here, *here.parents):
+        for name in LOCK_NAMES:
+            candidate = directory / name
+            if candidate.is_file():
+                return candidate
+    raise TrgcError(
+        "E_IO",
+        f"no lock file: neither {' nor '.join(LOCK_NAMES)} in {here} or any parent directory",
+        hint="give --lock FILE, or write one with trgc lock",
+    )
+
+
 def read_lock(path: Path) -> Lock:
     """Parse and validate a lock file; unknown keys and formats are errors."""
     try:

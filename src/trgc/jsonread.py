@@ -131,13 +131,15 @@ def read_json(
     max_bytes: int,
     max_depth: int,
     duplicate_code: str | None = None,
+    surrogate_code: str | None = None,
     floats: Floats = "float",
     source: str | None = None,
 ) -> object:
     """Parse one strict JSON document.
 
     `code` is the caller's error code for malformed input, `duplicate_code` (default `code`)
-    the one for a repeated object key, `what` names the document in messages ("the schema").
+    the one for a repeated object key, `surrogate_code` (default `code`) the one for a string
+    holding a lone surrogate escape, `what` names the document in messages ("the schema").
     Size and nesting are checked first (`E_LIMIT_INPUT_BYTES`, `E_LIMIT_NESTING`). Numbers with
     a fraction or exponent become `float`, `Decimal`, or are refused (`floats="reject"`). A
     `str` is encoded as UTF-8 first, so lone surrogates in it are refused as invalid UTF-8.
@@ -177,7 +179,7 @@ def read_json(
             "E_LIMIT_NESTING", f"{what} nests deeper than the JSON decoder can read", source=source
         ) from None
     if _SURROGATE_ESCAPE.search(raw):
-        _refuse_lone_surrogates(value, code, what, source)
+        _refuse_lone_surrogates(value, surrogate_code or code, what, source)
     return value
 
 

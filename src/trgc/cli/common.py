@@ -7,6 +7,7 @@ the exit status DESIGN.md assigns to its code. stdout carries only results.
 
 from __future__ import annotations
 
+import errno
 import functools
 import json
 import sys
@@ -39,6 +40,45 @@ def print_json(document: object) -> None:
     """Print exactly one JSON document on stdout (sorted keys, UTF-8, newline-terminated)."""
     sys.stdout.write(json.dumps(document, sort_keys=True, ensure_ascii=False, indent=2) + "\n")
     sys.stdout.flush()
+
+
+def read_stdin(max_bytes: int) -> bytes:
+    """At most `max_bytes + 1` bytes of standard input (enough to tell an over-long input without
+    holding it); a closed or unreadable standard input is `E_IO`."""
+    stream = sys.stdin.buffer if sys.stdin is not None else None
+    try:
+        if stream is None:
+            raise OSError(errno.EBADF, "standard input is closed")
+        chunks: list[bytes] = []
+        size = 0
+        while size <= max_bytes:
+            chunk = stream.read(min(max_bytes + 1 - size, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except (OSError, ValueError) as exc:  # ValueError: the stream object was closed
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else "it is closed"
+        raise TrgcError("E_IO", f"cannot read standard input: {reason}", source="<stdin>") from None
+    return b"".join(chunks)
+
+
+def read_input(path: str | Path, max_bytes: int, what: str = "the input") -> bytes:
+    """The bytes of a file or of standard input (`-`), refusing more than `max_bytes`
+    (`E_LIMIT_INPUT_BYTES`, exit 3) without reading past the limit."""
+    from trgc.atomic import read_bytes
+
+    if str(path) != "-":
+        return read_bytes(path, max_bytes, what=what)
+    data = read_stdin(max_bytes)
+    if len(data) > max_bytes:
+        raise TrgcError(
+            "E_LIMIT_INPUT_BYTES",
+            f"standard input holds more than the ceiling of {max_bytes:,} bytes for {what}",
+            source="<stdin>",
+            hint="raise it with --limit input_bytes=N if this is intended",
+        )
+    return data
 
 
 def report_error(error: TrgcError, as_json: bool) -> None:

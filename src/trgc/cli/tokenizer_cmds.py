@@ -221,15 +221,12 @@ def verify_command(
     table's bytes for the ids, compare with the text. Also compares vocabulary size, special
     ids and, for tiktoken and SentencePiece, every token's bytes. Exit 1 on any mismatch."""
     from trgc.errors import TrgcError
+    from trgc.limits import read_file
     from trgc.tokenizer.load import load_tokenizer
     from trgc.tokenizer.verify import verify_table
 
     try:
-        text = probe.read_bytes().decode("utf-8")
-    except OSError as exc:
-        raise TrgcError(
-            "E_IO", f"cannot read probe corpus: {exc.strerror}", source=str(probe)
-        ) from None
+        text = read_file(probe, "probe").decode("utf-8")
     except UnicodeDecodeError as exc:
         raise TrgcError(
             "E_USAGE", f"probe corpus is not UTF-8 at byte {exc.start}", source=str(probe)

@@ -79,8 +79,8 @@ def _relative(path: str | None, trace_path: Path) -> str | None:
         return None
     try:
         return os.path.relpath(Path(path).resolve(), trace_path.resolve().parent)
-    except ValueError:
-        return str(Path(path).resolve())
+    except ValueError:  # another drive (Windows): no relative path; replay then needs the option
+        return None
 
 
 def make_header(

@@ -27,6 +27,11 @@ import zstandard
 from trgc.atomic import read_bytes
 from trgc.decode.sampler import StepLogits
 from trgc.errors import TrgcError
+from trgc.limits import file_cap, zstd_bound
+
+_SIDECAR_HINT = (
+    "the sidecar is larger than its trace's steps can explain; it belongs to another trace"
+)
 
 FORMAT = "trgc-logits-1"
 MAGIC = b"TRGCLGT1"
@@ -85,10 +90,6 @@ class SidecarWriter:
         self._tmp.unlink(missing_ok=True)
 
 
-def file_sha256(path: Path | str) -> str:
-    return hashlib.sha256(read_bytes(path)).hexdigest()
-
-
 def payload_size(allowed_counts: list[int]) -> int:
     """The exact uncompressed size of a sidecar whose steps allow these many tokens."""
     return len(MAGIC) + sum(_RECORD.size + 8 * n for n in allowed_counts)
@@ -100,8 +101,12 @@ def read_sidecar(
     """Check the file's SHA-256 against the trace, then yield `(step, StepLogits)` records.
 
     `max_payload` bounds decompression (replay passes `payload_size` of the trace's steps), so
-    a crafted frame cannot expand without limit."""
-    data = read_bytes(path)
+    a crafted frame cannot expand without limit; the file itself is capped at the zstd bound of
+    that payload (without one, at the logits-sidecar file cap)."""
+    cap = file_cap("logits sidecar") if max_payload is None else zstd_bound(max_payload)
+    data = read_bytes(
+        path, cap, code="E_SIDECAR_FORMAT", what="the logits sidecar", hint=_SIDECAR_HINT
+    )
     actual = hashlib.sha256(data).hexdigest()
     if actual != expected_sha256:
         raise TrgcError(

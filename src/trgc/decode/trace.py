@@ -13,14 +13,15 @@ import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PureWindowsPath
 
 from trgc.atomic import atomic_write, read_bytes
 from trgc.errors import Span, TrgcError
+from trgc.limits import file_cap
 
 PROTOCOL = "trgc-trace-1"
 # A trace is read whole; this ceiling (about a million steps) keeps that bounded.
-MAX_TRACE_BYTES = 256 * 1024 * 1024
+MAX_TRACE_BYTES = file_cap("trace")
 
 
 def _int(v) -> bool:
@@ -57,6 +58,22 @@ def _hex64(v) -> bool:
     return isinstance(v, str) and len(v) == 64 and all(c in "0123456789abcdef" for c in v)
 
 
+def _file_name(v) -> bool:
+    """A plain file name: the sidecar lives in the trace's own directory, nowhere else."""
+    return isinstance(v, str) and v not in ("", ".", "..") and not any(c in v for c in "/\\\0")
+
+
+def _opt_relative_path(v) -> bool:
+    """Null or a relative path (artifact and tokenizer paths are relative to the trace)."""
+    return v is None or (
+        isinstance(v, str)
+        and v != ""
+        and "\0" not in v
+        and not v.startswith(("/", "\\"))
+        and not PureWindowsPath(v).drive
+    )
+
+
 def _dict(v) -> bool:
     return isinstance(v, dict)
 
@@ -84,15 +101,15 @@ HEADER_FIELDS: dict[str, Callable] = {
     "logits": _str,
     "sidecar": _dict,
 }
-ARTIFACT_FIELDS: dict[str, Callable] = {"sha256": _str, "path": _opt_str}
+ARTIFACT_FIELDS: dict[str, Callable] = {"sha256": _str, "path": _opt_relative_path}
 TOKENIZER_FIELDS: dict[str, Callable] = {
     "sha256": _str,
-    "path": _opt_str,
+    "path": _opt_relative_path,
     "vocab_size": _int,
     "eos_ids": _int_list,
 }
 RNG_FIELDS: dict[str, Callable] = {"algorithm": _str, "seed": _int}
-SIDECAR_FIELDS: dict[str, Callable] = {"file": _str, "format": _str}
+SIDECAR_FIELDS: dict[str, Callable] = {"file": _file_name, "format": _str}
 STEP_FIELDS: dict[str, Callable] = {
     "type": _str,
     "step": _int,
@@ -293,7 +310,10 @@ def _refuse_constant(name: str):
 
 
 def read_trace(path: Path | str) -> Trace:
-    trace = parse_trace(read_bytes(path, MAX_TRACE_BYTES), source=str(path))
+    data = read_bytes(
+        path, MAX_TRACE_BYTES, what="the trace", hint="no trace trgc writes is that large"
+    )
+    trace = parse_trace(data, source=str(path))
     trace.path = Path(path)
     return trace
 

@@ -31,10 +31,10 @@ from pathlib import Path
 
 import numpy as np
 
-from trgc.atomic import atomic_write, read_bytes
+from trgc.atomic import atomic_write
 from trgc.engine.precompute import FrameMasks
 from trgc.errors import TrgcError
-from trgc.limits import DEFAULT_LIMITS, Limits
+from trgc.limits import DEFAULT_LIMITS, Limits, mask_cache_content, read_file
 
 MAGIC = b"TRGCTRM\0"
 VERSION = 1
@@ -174,8 +174,8 @@ def load_masks(path: Path | str, *, binding=None, limits: Limits = DEFAULT_LIMIT
     built for another artifact, tokenizer, compiler version, policy or trie."""
     import zstandard
 
-    raw = read_bytes(path)
-    cap = limits.cache_bytes + 16 * limits.states + (1 << 20)
+    raw = read_file(path, "mask cache", limits)
+    cap = mask_cache_content(limits)
     try:
         data = zstandard.ZstdDecompressor().decompress(raw, max_output_size=cap)
     except zstandard.ZstdError as exc:

@@ -24,6 +24,7 @@ from trgc.compiler.schema import compile_schema
 from trgc.errors import TrgcError
 from trgc.grammar.schema.canonical import canonical_instance
 from trgc.grammar.schema.lower import FAMILY_KEYWORDS, json_type
+from trgc.limits import read_file
 
 REQUIRED = "required"
 OUTSIDE = "outside-profile"
@@ -109,8 +110,8 @@ def run_suite(path: Path, *, separators: str = "compact") -> list[CaseResult]:
     results: list[CaseResult] = []
     for file in sorted(folder.glob("*.json")):
         try:
-            groups = json.loads(file.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
+            groups = json.loads(read_file(file, "benchmark"))
+        except (ValueError, RecursionError) as exc:
             raise TrgcError("E_IO", f"cannot read suite file: {exc}", source=str(file)) from None
         for gi, group in enumerate(groups):
             results.extend(_run_group(file.name, gi, group, separators))
@@ -184,11 +185,11 @@ def baseline_document(results: list[CaseResult], revision: str | None = None) ->
 
 
 def load_baseline(path: Path) -> dict:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    if not path.exists():
         return {"cases": {}}
-    except (OSError, ValueError) as exc:
+    try:
+        return json.loads(read_file(path, "benchmark"))
+    except (ValueError, RecursionError) as exc:
         raise TrgcError(
             "E_IO", f"cannot read the classification: {exc}", source=str(path)
         ) from None

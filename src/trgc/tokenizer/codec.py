@@ -28,12 +28,13 @@ from pathlib import Path
 import numpy as np
 
 from trgc.errors import TrgcError
+from trgc.limits import file_cap, read_file
 from trgc.tokenizer.sources import ZSTD_MAGIC, decompress_zstd
 
 MAGIC = b"TRGCTOK\x00"
 FORMAT_VERSION = 1
 _DIGEST = 32
-_MAX_TABLE_BYTES = 1024 * 1024 * 1024
+_MAX_TABLE_BYTES = file_cap("token table")
 _ZSTD_LEVEL = 10
 
 
@@ -135,12 +136,7 @@ def compress(blob: bytes) -> bytes:
 
 def read_table_bytes(path: Path) -> bytes:
     """The canonical bytes stored in a `.trt` file (zstd frame or raw)."""
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise TrgcError(
-            "E_IO", f"cannot read token table: {exc.strerror}", source=str(path)
-        ) from None
+    raw = read_file(path, "token table")
     if raw.startswith(ZSTD_MAGIC):
         try:
             return decompress_zstd(raw, source=str(path), limit=_MAX_TABLE_BYTES)

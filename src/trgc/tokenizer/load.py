@@ -175,5 +175,8 @@ def load_tokenizer(path: str | Path, **options) -> TokenTable:
 
 
 def _starts_like_table(path: Path) -> bool:
-    with path.open("rb") as handle:
-        return handle.read(8) == b"TRGCTOK\x00"
+    try:
+        with path.open("rb") as handle:
+            return handle.read(8) == b"TRGCTOK\x00"
+    except OSError as exc:
+        raise TrgcError("E_IO", f"cannot read: {exc.strerror}", source=str(path)) from None

@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from trgc import jsonread
+from trgc.atomic import read_bytes
 from trgc.errors import TrgcError
-from trgc.limits import DEFAULT_LIMITS
+from trgc.limits import DEFAULT_LIMITS, file_cap
 
-MiB = 1024 * 1024
-MAX_SOURCE_BYTES = 512 * MiB  # one uncompressed tokenizer file
+MAX_SOURCE_BYTES = file_cap("tokenizer source")  # one tokenizer file, also uncompressed
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 
@@ -29,13 +29,13 @@ def logical_name(path: Path) -> str:
 
 def read_source(path: Path, *, limit: int = MAX_SOURCE_BYTES) -> bytes:
     """The uncompressed bytes of a tokenizer file; zstd frames are decompressed transparently."""
-    try:
-        size = path.stat().st_size
-        if size > limit:
-            raise _too_large(path, size, limit)
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise TrgcError("E_IO", f"cannot read file: {exc.strerror}", source=str(path)) from None
+    raw = read_bytes(
+        path,
+        limit,
+        code="E_TOKENIZER_TOO_LARGE",
+        what="the tokenizer file",
+        hint="no real tokenizer file is that large",
+    )
     if raw.startswith(ZSTD_MAGIC):
         return decompress_zstd(raw, source=str(path), limit=limit)
     if path.name.endswith(".zst"):

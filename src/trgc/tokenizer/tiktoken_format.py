@@ -130,7 +130,7 @@ def load_tiktoken(path: Path, sidecar: Path | None = None) -> Vocab:
         added=[
             AddedToken(i, name, True) for name, i in sorted(specials.items(), key=lambda kv: kv[1])
         ],
-        files={logical_name(path): sha256_hex(data), side.name: sha256_hex(side.read_bytes())},
+        files={logical_name(path): sha256_hex(data), side.name: sha256_hex(read_source(side))},
         declared_size=declared if type(declared) is int else None,
         extra={
             "string_style": "raw_bytes",

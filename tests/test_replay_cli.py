@@ -84,6 +84,7 @@ def test_generate_json_document_and_replay(tmp_path):
         "identical": True,
         "steps": doc["steps"],
         "divergence": None,
+        "informative": {"trgc_version": trgc.__version__},
     }
     result = invoke("replay", trace)
     assert result.exit_code == 0 and "identical" in result.stdout

@@ -309,6 +309,9 @@ def replay_command(
         )
     else:
         stdout_console().print(f"divergence at {report.divergence}", markup=False)
+    if not as_json and report.informative:
+        shown = ", ".join(f"{k} {v}" for k, v in sorted(report.informative.items()))
+        stderr_console().print(f"informative, not compared: {shown}", markup=False)
     if not report.identical:
         raise typer.Exit(1)
 

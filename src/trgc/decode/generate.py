@@ -135,6 +135,10 @@ def decode(
         raise TrgcError(
             "E_SAMPLER_SETTINGS", f"max_tokens must be an integer >= 1, got {max_tokens!r}"
         )
+    if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 1 << 64:
+        raise TrgcError(
+            "E_SAMPLER_SETTINGS", f"the seed must be an integer in [0, 2**64), got {seed!r}"
+        )
     if trace_path is not None and identity is None:
         raise TrgcError("E_USAGE", "writing a trace needs the identities of artifact and tokenizer")
     rng = Xoshiro256StarStar.from_seed(seed)

@@ -46,7 +46,9 @@ def read_source(path: Path, *, limit: int = MAX_SOURCE_BYTES) -> bytes:
 
 
 def decompress_zstd(raw: bytes, *, source: str, limit: int = MAX_SOURCE_BYTES) -> bytes:
-    """Decompress one complete zstd frame, refusing corruption, truncation and oversized output.
+    """Decompress exactly one complete zstd frame, refusing corruption, truncation, oversized
+    output and anything after the frame (a second frame or junk, which a one-shot decompress
+    would silently drop).
 
     A failure is `E_TOKENIZER_ZSTD` with `details["truncated"]` telling a cut-off frame (the
     data decodes cleanly but ends early) from corrupted data.
@@ -62,7 +64,10 @@ def decompress_zstd(raw: bytes, *, source: str, limit: int = MAX_SOURCE_BYTES) -
     if declared > limit:
         raise _too_large(Path(source), declared, limit)
     try:
-        return zstandard.ZstdDecompressor().decompress(raw, max_output_size=limit)
+        content = zstandard.ZstdDecompressor().decompress(raw, max_output_size=limit)
+        # the same first frame again, now known to be at most `limit` bytes, to see what follows
+        stream = zstandard.ZstdDecompressor().decompressobj()
+        stream.decompress(raw)
     except zstandard.ZstdError as exc:
         truncated = declared >= 0 and _ends_early(raw)
         raise TrgcError(
@@ -72,6 +77,15 @@ def decompress_zstd(raw: bytes, *, source: str, limit: int = MAX_SOURCE_BYTES) -
             hint="re-download or re-compress the file (zstd -t FILE checks it)",
             details={"truncated": truncated},
         ) from None
+    if stream.unused_data:
+        raise TrgcError(
+            "E_TOKENIZER_ZSTD",
+            f"{len(stream.unused_data):,} bytes follow the zstd frame (a second frame or junk)",
+            source=source,
+            hint="a trgc input is exactly one zstd frame; re-compress the file",
+            details={"truncated": False},
+        )
+    return content
 
 
 def _ends_early(raw: bytes) -> bool:

@@ -23,12 +23,14 @@ MiB = 1024 * 1024
 # work; a run's `memory` allowance comes on top of it
 BASE_ADDRESS_SPACE = 1024 * MiB
 
-# Runs the CLI and, however it ends short of a signal, writes the peak RSS (bytes) to a file.
+# Runs the CLI and, however it ends short of a signal, writes its peak RSS (bytes) and the CPU
+# seconds it used to a file.
 _LAUNCHER = """
 import atexit, os, resource, sys
 def _report(path=os.environ["TRGC_TEST_RSS_FILE"]):
+    usage = resource.getrusage(resource.RUSAGE_SELF)
     with open(path, "w") as out:
-        out.write(str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024))
+        out.write(f"{usage.ru_maxrss * 1024} {usage.ru_utime + usage.ru_stime}")
 atexit.register(_report)
 sys.argv = ["trgc", *sys.argv[1:]]
 from trgc.cli.app import main
@@ -42,6 +44,7 @@ class Outcome:
     stdout: bytes
     stderr: bytes
     max_rss: int | None  # bytes; None when the child was killed by a signal
+    cpu_seconds: float | None = None  # user + system; None when killed
 
     @property
     def killed(self) -> bool:
@@ -81,8 +84,11 @@ def run_trgc(
             preexec_fn=_limiter(cpu_seconds, memory),
             check=False,
         )
-        rss = int(rss_file.read_text()) if rss_file.exists() else None
-    return Outcome(result.returncode, result.stdout, result.stderr, rss)
+        rss, cpu = (None, None)
+        if rss_file.exists():
+            peak, used = rss_file.read_text().split()
+            rss, cpu = int(peak), float(used)
+    return Outcome(result.returncode, result.stdout, result.stderr, rss, cpu)
 
 
 def run_python(code: str, *, cpu_seconds: int = 60, memory: int = 512 * MiB) -> Outcome:

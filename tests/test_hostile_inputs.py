@@ -57,3 +57,81 @@ def test_schema_values_from_python(schema):
     with pytest.raises(TrgcError) as info:
         trgc.compile_schema(schema)
     assert info.value.code == "E_SCHEMA_INVALID"
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"exclusiveMinimum": True, "minimum": 1},
+        {"exclusiveMaximum": True},
+        {"type": "integer", "exclusiveMaximum": False, "maximum": 3},
+        {"$schema": "http://json-schema.org/draft-07/schema#", "exclusiveMinimum": True},
+        {"$schema": "http://json-schema.org/draft-04/schema#", "exclusiveMaximum": True},
+    ],
+)
+def test_boolean_exclusive_bounds_outside_draft_04_are_invalid(schema):
+    with pytest.raises(TrgcError) as info:
+        trgc.compile_schema(schema)
+    assert info.value.code == "E_SCHEMA_INVALID"
+    assert info.value.pointer.startswith("/exclusiveM")
+
+
+def test_draft_04_boolean_exclusive_bound_still_modifies_its_bound():
+    draft4 = {"$schema": "http://json-schema.org/draft-04/schema#", "type": "integer"}
+    artifact = trgc.compile_schema({**draft4, "minimum": 1, "exclusiveMinimum": True})
+    assert not trgc.check(artifact, b"1").accepted and trgc.check(artifact, b"2").accepted
+
+
+@pytest.mark.parametrize("value", ["١٠", "１０", "-5", "+5", "1__0", "_1", "0x10", "1e3"])
+def test_limit_values_are_ascii_digits(tmp_path, value):
+    path = tmp_path / "g.trg"
+    path.write_text('%trg 1\n%start a\na ::= "x" ;\n', encoding="utf-8")
+    error = expect_error(["compile", str(path), "--limit", f"states={value}"], "E_USAGE")
+    assert "ASCII digits" in error["message"]
+    assert invoke(["compile", str(path), "--limit", "states=1_000"]).exit_code == 0
+
+
+def test_limits_file_nested_deeply_or_mistyped(tmp_path):
+    grammar = tmp_path / "g.trg"
+    grammar.write_text('%trg 1\n%start a\na ::= "x" ;\n', encoding="utf-8")
+    limits = tmp_path / "limits.toml"
+    limits.write_text("[limits]\nstates = " + "[" * 50_000 + "]" * 50_000 + "\n")
+    expect_error(["compile", str(grammar), "--limits-file", str(limits)], "E_USAGE")
+    limits.write_text('[limits]\nstates = "big"\n')
+    expect_error(["compile", str(grammar), "--limits-file", str(limits)], "E_USAGE")
+
+
+def _lock(tmp_path: Path) -> Path:
+    grammar = tmp_path / "g.trg"
+    grammar.write_text('%trg 1\n%start a\na ::= "x" ;\n', encoding="utf-8")
+    assert invoke(["lock", str(grammar), "--lock", str(tmp_path / "x.lock")]).exit_code == 0
+    return tmp_path / "x.lock"
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ('compiler = "trgc', "compiler = 5 #"),
+        ('source = "', "source = 5 #"),
+        ('source_sha256 = "sha256:', 'source_sha256 = "md5:'),
+        ("[lock.limits]", "[lock.limits]\nbogus = 1"),
+        ("cache_bytes = ", 'cache_bytes = "x" #'),
+        ("[entries.g]", "[entries]\ng = 5\n[entries.h]"),
+        ('artifact = "', "artifact = " + "[" * 50_000 + "]" * 50_000 + " #"),
+    ],
+)
+def test_lock_files_with_wrong_types_or_deep_nesting(tmp_path, old, new):
+    lock = _lock(tmp_path)
+    text = lock.read_text(encoding="utf-8")
+    assert old in text
+    lock.write_text(text.replace(old, new, 1), encoding="utf-8")
+    expect_error(["verify", "--lock", str(lock)], "E_LOCK_INVALID")
+
+
+def test_generate_with_huge_ban_or_seed(tmp_path):
+    grammar = ROOT / "grammars" / "json.trg"
+    assert invoke(["compile", str(grammar), "-o", str(tmp_path / "j.trga")]).exit_code == 0
+    base = ["generate", str(tmp_path / "j.trga"), "-t", str(ROOT / "tokenizers" / "gpt2.trt")]
+    expect_error([*base, "--ban", str(10**26)], "E_SAMPLER_SETTINGS")
+    expect_error([*base, "--seed", str(2**64)], "E_SAMPLER_SETTINGS")
+    expect_error([*base, "--top-k", str(10**30)], "E_SAMPLER_SETTINGS")

@@ -135,3 +135,53 @@ def test_generate_with_huge_ban_or_seed(tmp_path):
     expect_error([*base, "--ban", str(10**26)], "E_SAMPLER_SETTINGS")
     expect_error([*base, "--seed", str(2**64)], "E_SAMPLER_SETTINGS")
     expect_error([*base, "--top-k", str(10**30)], "E_SAMPLER_SETTINGS")
+
+
+SYNTHETIC = ROOT / "tokenizers" / "synthetic" / "json-bytelevel"
+
+
+def _tokenizer_copy(tmp_path: Path) -> Path:
+    import shutil
+
+    folder = tmp_path / "tok"
+    shutil.copytree(SYNTHETIC, folder)
+    return folder
+
+
+@pytest.mark.parametrize("value", [5, True, ["<|endoftext|>"], {"content": 5}])
+def test_config_eos_token_of_the_wrong_type(tmp_path, value):
+    folder = _tokenizer_copy(tmp_path)
+    (folder / "tokenizer_config.json").write_text(json.dumps({"eos_token": value}))
+    error = expect_error(["tokenizer", "build", str(folder)], "E_TOKENIZER_FORMAT")
+    assert "eos_token" in error["message"]
+
+
+@pytest.mark.parametrize("merge", [7, ["{", '"', "x"], "{", '{ " x', ["{"], [1, 2]])
+def test_merges_that_are_not_pairs(tmp_path, merge):
+    folder = _tokenizer_copy(tmp_path)
+    doc = json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))
+    doc["model"]["merges"].append(merge)
+    (folder / "tokenizer.json").write_text(json.dumps(doc), encoding="utf-8")
+    error = expect_error(["tokenizer", "build", str(folder)], "E_TOKENIZER_FORMAT")
+    assert "merges" in error["message"]
+
+
+def test_empty_tiktoken_rank_file(tmp_path):
+    (tmp_path / "empty.tiktoken").write_bytes(b"")
+    (tmp_path / "special_tokens.json").write_text(
+        json.dumps({"special_tokens": {"<|endoftext|>": 300}})
+    )
+    error = expect_error(
+        ["tokenizer", "build", str(tmp_path / "empty.tiktoken")], "E_TOKENIZER_TIKTOKEN"
+    )
+    assert "no tokens" in error["message"]
+
+
+@pytest.mark.parametrize("field", ["value", "unit", "status"])
+def test_evidence_fields_with_lone_surrogates(tmp_path, field):
+    doc = json.loads((ROOT / "tests" / "data" / "tools" / "extraction_ok.json").read_text())
+    doc["fields"]["total"][field] = "\ud800"
+    path = tmp_path / "result.json"
+    path.write_text(json.dumps(doc), encoding="ascii")  # json.dumps escapes it as \ud800
+    error = expect_error(["evidence", "check", str(path)], "E_EVIDENCE_JSON")
+    assert error["pointer"] == f"/fields/total/{field}"

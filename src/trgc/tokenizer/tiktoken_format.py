@@ -113,6 +113,13 @@ def load_tiktoken(path: Path, sidecar: Path | None = None) -> Vocab:
     source = str(path)
     data = read_source(path)
     ranks = parse_ranks(data, source)
+    if not ranks:
+        raise TrgcError(
+            "E_TOKENIZER_TIKTOKEN",
+            "the rank file holds no tokens",
+            source=source,
+            hint="a tiktoken rank file has one `BASE64 RANK` line per token",
+        )
     side = find_sidecar(path, sidecar)
     encoding = logical_name(path).removesuffix(".tiktoken")
     specials, extra = read_sidecar(side, encoding)

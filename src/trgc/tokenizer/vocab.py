@@ -215,13 +215,22 @@ def _resolve_eos(
     return sorted(set(ids)), how
 
 
-def token_name(value: Any) -> str | None:
-    """A config token field: a string, or an object with `content` (AddedToken form)."""
+def token_name(value: Any, *, field: str, source: str) -> str | None:
+    """A config token field: null, a string, or an object with `content` (AddedToken form);
+    anything else (`"eos_token": 5`) is `E_TOKENIZER_FORMAT`, never silently ignored."""
+    if value is None:
+        return None
     if isinstance(value, str):
         return value
     if isinstance(value, dict) and isinstance(value.get("content"), str):
         return value["content"]
-    return None
+    raise TrgcError(
+        "E_TOKENIZER_FORMAT",
+        f"{field} must be a token name (a string or an object with a string content), "
+        f"got {str(value)[:60]!r}",
+        source=source,
+        hint="an id belongs in generation_config.json's eos_token_id or --eos ID",
+    )
 
 
 def read_config(folder: Path, vocab: Vocab) -> dict:
@@ -241,7 +250,7 @@ def read_config(folder: Path, vocab: Vocab) -> dict:
         vocab.files[name] = digest
         if name == "tokenizer_config.json":
             config = doc
-            eos = token_name(doc.get("eos_token"))
+            eos = token_name(doc.get("eos_token"), field="eos_token", source=str(path))
             if eos is not None:
                 vocab.eos_names.append(eos)
         else:

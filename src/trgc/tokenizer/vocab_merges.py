@@ -121,11 +121,17 @@ def _added_tokens(folder: Path, config: dict, vocab: Vocab) -> list[AddedToken]:
                 source=str(folder / "tokenizer_config.json"),
             )
         by_id[int(key)] = AddedToken(int(key), entry["content"], bool(entry.get("special", False)))
+    config_path = str(folder / "tokenizer_config.json")
     named = {
-        token_name(config.get(k)) for k in ("bos_token", "eos_token", "unk_token", "pad_token")
+        token_name(config.get(k), field=k, source=config_path)
+        for k in ("bos_token", "eos_token", "unk_token", "pad_token")
     }
     extra = config.get("additional_special_tokens", [])
-    named |= {token_name(t) for t in extra} if isinstance(extra, list) else set()
+    if not isinstance(extra, list):
+        raise TrgcError(
+            "E_TOKENIZER_FORMAT", "additional_special_tokens must be a list", source=config_path
+        )
+    named |= {token_name(t, field="additional_special_tokens", source=config_path) for t in extra}
     path = folder / "added_tokens.json"
     if path.is_file():
         doc, digest = read_json(path)

@@ -185,3 +185,89 @@ def test_evidence_fields_with_lone_surrogates(tmp_path, field):
     path.write_text(json.dumps(doc), encoding="ascii")  # json.dumps escapes it as \ud800
     error = expect_error(["evidence", "check", str(path)], "E_EVIDENCE_JSON")
     assert error["pointer"] == f"/fields/total/{field}"
+
+
+def test_evidence_source_names_must_be_unique(tmp_path):
+    notes = ROOT / "tests" / "data" / "tools" / "notes.txt"
+    result = ROOT / "tests" / "data" / "tools" / "extraction_ok.json"
+    args = ["evidence", "check", str(result), "--source", f"doc={notes}", "--source"]
+    error = expect_error([*args, f"doc={notes}"], "E_EVIDENCE_SOURCE")
+    assert "'doc' twice" in error["message"]
+
+
+GRAMMAR = '%trg 1\n%start a\na ::= "x" ;\n'
+
+
+@pytest.mark.parametrize("spelling", ["same", "dot", "link", "hardlink"])
+def test_compile_refuses_to_overwrite_its_source(tmp_path, spelling):
+    import os
+
+    source = tmp_path / "g.trg"
+    source.write_text(GRAMMAR, encoding="utf-8")
+    output = {
+        "same": source,
+        "dot": tmp_path / "." / "g.trg",
+        "link": tmp_path / "link.trga",
+        "hardlink": tmp_path / "hard.trga",
+    }[spelling]
+    if spelling == "link":
+        output.symlink_to(source)
+    if spelling == "hardlink":
+        os.link(source, output)
+    error = expect_error(["compile", str(source), "-o", str(output)], "E_USAGE")
+    assert "would overwrite the input" in error["message"]
+    assert source.read_text(encoding="utf-8") == GRAMMAR
+
+
+def test_generate_refuses_a_trace_or_sidecar_over_its_inputs(tmp_path):
+    import shutil
+
+    (tmp_path / "g.trg").write_text(GRAMMAR, encoding="utf-8")
+    artifact = tmp_path / "run.jsonl.logits.zst"  # where the sidecar of trace run.jsonl goes
+    assert invoke(["compile", str(tmp_path / "g.trg"), "-o", str(artifact)]).exit_code == 0
+    table = tmp_path / "gpt2.trt"
+    shutil.copy(ROOT / "tokenizers" / "gpt2.trt", table)
+    before = artifact.read_bytes(), table.read_bytes()
+    base = ["generate", str(artifact), "-t", str(table), "--max-tokens", "2"]
+    for trace in (artifact, table, tmp_path / "run.jsonl"):
+        error = expect_error([*base, "--trace", str(trace)], "E_USAGE")
+        assert "would overwrite the input" in error["message"]
+    assert (artifact.read_bytes(), table.read_bytes()) == before
+    assert not (tmp_path / "run.jsonl").exists()
+
+
+@pytest.mark.parametrize("command", ["masks", "tokenizer", "toolcall"])
+def test_other_writers_refuse_to_overwrite_an_input(tmp_path, command):
+    import shutil
+
+    table = tmp_path / "gpt2.trt"
+    shutil.copy(ROOT / "tokenizers" / "gpt2.trt", table)
+    if command == "masks":
+        (tmp_path / "g.trg").write_text(GRAMMAR, encoding="utf-8")
+        artifact = tmp_path / "g.trga"
+        assert invoke(["compile", str(tmp_path / "g.trg"), "-o", str(artifact)]).exit_code == 0
+        args = ["masks", "precompute", str(artifact), "-t", str(table), "-o", str(artifact)]
+        original = artifact
+    elif command == "tokenizer":
+        folder = _tokenizer_copy(tmp_path)
+        original = folder / "tokenizer.json"
+        args = ["tokenizer", "build", str(folder), "-o", str(original)]
+    else:
+        original = ROOT / "tests" / "data" / "toolcall" / "tools.json"
+        shutil.copy(original, tmp_path / "tools.json")
+        original = tmp_path / "tools.json"
+        args = ["toolcall", str(original), "--family", "qwen", "-o", str(original)]
+    before = original.read_bytes()
+    expect_error(args, "E_USAGE")
+    assert original.read_bytes() == before
+
+
+def test_an_output_symlink_is_written_through(tmp_path):
+    (tmp_path / "g.trg").write_text(GRAMMAR, encoding="utf-8")
+    target = tmp_path / "real.trga"
+    target.write_bytes(b"old")
+    link = tmp_path / "link.trga"
+    link.symlink_to(target.name)
+    assert invoke(["compile", str(tmp_path / "g.trg"), "-o", str(link)]).exit_code == 0
+    assert link.is_symlink() and target.read_bytes() != b"old"
+    assert trgc.load_artifact(link).sha256 == trgc.load_artifact(target).sha256

@@ -19,8 +19,14 @@ _CHUNK = 1 << 20  # reads of unknown length (devices, pipes) grow one MiB at a t
 
 
 def atomic_write(path: Path | str, data: bytes) -> None:
-    """Write `data` to `path` atomically; raise `E_IO` and leave nothing behind on failure."""
+    """Write `data` to `path` atomically; raise `E_IO` and leave nothing behind on failure.
+
+    A path that is a symbolic link is written through: the link's final target is replaced
+    atomically and the link stays a link (renaming over the link itself would turn it into a
+    plain file and leave its target unchanged)."""
     path = Path(path)
+    if path.is_symlink():
+        path = Path(os.path.realpath(path))
     directory = path.parent if str(path.parent) else Path(".")
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)

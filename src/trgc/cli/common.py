@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import functools
 import json
+import os
 import sys
 import traceback
 from collections.abc import Callable
@@ -79,6 +80,33 @@ def read_input(path: str | Path, max_bytes: int, what: str = "the input") -> byt
             hint="raise it with --limit input_bytes=N if this is intended",
         )
     return data
+
+
+def refuse_overwriting_inputs(
+    outputs: dict[str, Path | str | None], inputs: list[Path | str | None]
+) -> None:
+    """`E_USAGE` when an output would replace one of the command's inputs (`compile SRC -o SRC`,
+    `generate ART --trace ART`): the same path after resolving links, or the same file."""
+
+    def same(a: Path, b: Path) -> bool:
+        if os.path.realpath(a) == os.path.realpath(b):
+            return True
+        try:
+            return a.exists() and b.exists() and os.path.samefile(a, b)
+        except OSError:
+            return False
+
+    for option, output in outputs.items():
+        if output is None or str(output) == "-":
+            continue
+        for given in inputs:
+            if given is not None and str(given) != "-" and same(Path(output), Path(given)):
+                raise TrgcError(
+                    "E_USAGE",
+                    f"{option} {output} would overwrite the input {given}",
+                    source=str(output),
+                    hint="write the output to another file; nothing was written",
+                )
 
 
 def report_error(error: TrgcError, as_json: bool) -> None:

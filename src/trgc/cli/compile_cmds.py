@@ -14,6 +14,7 @@ from trgc.cli.common import (
     LimitsFileOption,
     print_json,
     read_input,
+    refuse_overwriting_inputs,
     reporting_errors,
     stdout_console,
 )
@@ -84,6 +85,7 @@ def compile_command(
     from trgc.compiler.sources import compile_source
     from trgc.limits import resolve_limits
 
+    refuse_overwriting_inputs({"--output": output}, [src, limits_file])
     limits = resolve_limits(limit, limits_file)
     data = read_input(src, limits.input_bytes, "the source")
     artifact = compile_source(

@@ -14,6 +14,7 @@ import typer
 from trgc.cli.common import (
     JsonOption,
     print_json,
+    refuse_overwriting_inputs,
     reporting_errors,
     stderr_console,
     stdout_console,
@@ -200,6 +201,15 @@ def generate_command(
             sys.stdout.write(text)
             sys.stdout.flush()
 
+    if trace is not None:
+        from trgc.decode.generate import sidecar_path_for
+
+        given = [artifact_path, tokenizer_path]
+        if logits is not None and logits.startswith("npy:"):
+            given.append(logits.removeprefix("npy:"))
+        refuse_overwriting_inputs(
+            {"--trace": trace, "the trace's sidecar": sidecar_path_for(trace)}, given
+        )
     if trace is not None and not trace.parent.is_dir():
         raise TrgcError(
             "E_IO",

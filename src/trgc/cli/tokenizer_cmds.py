@@ -11,6 +11,7 @@ import typer
 from trgc.cli.common import (
     JsonOption,
     print_json,
+    refuse_overwriting_inputs,
     reporting_errors,
     stderr_console,
     stdout_console,
@@ -33,6 +34,14 @@ EOS_HELP = "Use this EOS/EOG id instead of the configured ones (repeat for sever
 SPECIALS_HELP = (
     "Special-token sidecar for a tiktoken rank file (default: special_tokens.json beside it)."
 )
+
+
+def _source_files(source: Path, specials: Path | None) -> list[Path | None]:
+    """The files a build reads: the source (or every file of a source folder) and --specials."""
+    files: list[Path | None] = [source, specials]
+    if source.is_dir():
+        files.extend(path for path in sorted(source.iterdir()) if path.is_file())
+    return files
 
 
 def _build(source: Path, eos: list[int] | None, vocab_size: int | None, specials: Path | None):
@@ -74,6 +83,7 @@ def build_command(
     tokens have no bytes and are matched by name; added tokens that are not special keep their
     bytes. Duplicate byte sequences, tokens that are not valid UTF-8 alone and empty tokens are
     reported. An unknown or ambiguous layout is an error naming what is missing, never a guess."""
+    refuse_overwriting_inputs({"--output": output}, _source_files(source, specials))
     table = _build(source, eos, vocab_size, specials)
     if output is not None:
         table.save(output)

@@ -15,6 +15,7 @@ from trgc.cli.common import (
     LimitsFileOption,
     print_json,
     read_input,
+    refuse_overwriting_inputs,
     reporting_errors,
     stdout_console,
 )
@@ -108,6 +109,7 @@ def toolcall_command(
 
     if check and tokenizer is None:
         raise TrgcError("E_USAGE", "--check needs --tokenizer")
+    refuse_overwriting_inputs({"--output": output}, [tools, tokenizer, limits_file])
     limits = resolve_limits(limit, limits_file)
     source = "<stdin>" if tools == "-" else tools
     data = read_input(tools, limits.input_bytes, "the tool list")

@@ -164,7 +164,7 @@ def evidence_check_command(
     conflict) must hold. Failures are reported, never rewritten.
 
     Exit 0 when every field validates, 1 when a check found a problem, 2 for malformed input."""
-    from trgc.errors import EXIT_DIFFERENT
+    from trgc.errors import EXIT_DIFFERENT, TrgcError
     from trgc.tools.evidence import (
         MAX_RESULT_BYTES,
         MAX_SOURCE_BYTES,
@@ -175,6 +175,12 @@ def evidence_check_command(
     sources = {}
     for option in source or []:
         name, path = parse_source_option(option)
+        if name in sources:
+            raise TrgcError(
+                "E_EVIDENCE_SOURCE",
+                f"--source names {name!r} twice",
+                hint="give every source document its own NAME",
+            )
         sources[name] = read_input(path, MAX_SOURCE_BYTES, f"evidence source {name}")
     data = read_input(result, MAX_RESULT_BYTES, "the extraction result")
     report = check_evidence(data, sources, source=str(result))

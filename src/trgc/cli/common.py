@@ -32,9 +32,15 @@ def stderr_console():
 
 
 def stdout_console():
+    """A rich console on stdout whose broken pipe reaches the root command's funnel (rich's own
+    handling would exit 1 on its own)."""
     from rich.console import Console
 
-    return Console(highlight=False, soft_wrap=True)
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            raise BrokenPipeError(errno.EPIPE, "standard output was closed by its reader")
+
+    return _Console(highlight=False, soft_wrap=True)
 
 
 def print_json(document: object) -> None:
@@ -109,25 +115,75 @@ def refuse_overwriting_inputs(
                 )
 
 
+def _printable(text: str) -> str:
+    """`text` with anything UTF-8 cannot carry (lone surrogates from undecodable argv or file
+    names) backslash-escaped, so a diagnostic never fails to print."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def write_stderr(text: str) -> None:
+    """Write to stderr; a closed or broken stderr drops the text instead of raising."""
+    try:
+        if sys.stderr is not None:
+            sys.stderr.write(_printable(text))
+            sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
+def debug_enabled() -> bool:
+    """`trgc --debug` or `TRGC_DEBUG=1`: internal errors also print their traceback."""
+    return os.environ.get("TRGC_DEBUG", "") not in ("", "0")
+
+
 def report_error(error: TrgcError, as_json: bool) -> None:
-    """Write one diagnostic for `error` on stderr: code, position, message, hint."""
+    """Write one diagnostic for `error` on stderr: code, position, message, hint (with `--json`,
+    one JSON document on one line)."""
     if as_json:
-        sys.stderr.write(
+        write_stderr(
             json.dumps({"error": error.to_dict()}, sort_keys=True, ensure_ascii=False) + "\n"
         )
         return
-    console = stderr_console()
-    where = error.location()
-    console.print(
-        f"[bold red]error[/] [bold]{error.code}[/]" + (f" at {where}" if where else ""), markup=True
-    )
-    console.print(f"  {error.message}", markup=False)
+    where = _printable(error.location())
+    lines = [f"error {error.code}" + (f" at {where}" if where else ""), f"  {error.message}"]
     if error.hint:
-        console.print(f"  hint: {error.hint}", markup=False)
+        lines.append(f"  hint: {error.hint}")
+    if sys.stderr is not None and sys.stderr.isatty():
+        from rich.markup import escape
+
+        head = escape(lines[0]).replace(
+            f"error {error.code}", f"[bold red]error[/] [bold]{error.code}[/]", 1
+        )
+        try:
+            console = stderr_console()
+            console.print(head, markup=True)
+            for line in lines[1:]:
+                console.print(_printable(line), markup=False)
+            return
+        except (OSError, ValueError):
+            return
+    write_stderr("\n".join(lines) + "\n")
+
+
+def internal_error(exc: BaseException) -> TrgcError:
+    """The `E_INTERNAL` report of an unexpected exception (a bug in trgc, never user input)."""
+    return TrgcError(
+        "E_INTERNAL",
+        f"internal error: {type(exc).__name__}: {exc}",
+        hint="please report this with the input that caused it"
+        + ("" if debug_enabled() else " (rerun with trgc --debug to see the traceback)"),
+    )
+
+
+class OutputClosed(Exception):
+    """stdout is closed or its reader went away. Deliberately not an `OSError`: it must pass
+    click's own EPIPE handling (which exits 1) to reach the root command's funnel."""
 
 
 def reporting_errors(func: F) -> F:
-    """Wrap a command: map `TrgcError` to its exit status, anything unexpected to 70."""
+    """Wrap a command: map `TrgcError` to its exit status, anything unexpected to 70 (one
+    diagnostic, or one JSON document with `--json`; the traceback only under `--debug`). A
+    broken or closed stdout propagates to the root command, which ends quietly (`funnel`)."""
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -139,14 +195,12 @@ def reporting_errors(func: F) -> F:
             raise typer.Exit(error.exit_status) from None
         except (typer.Exit, typer.Abort, KeyboardInterrupt):
             raise
-        except Exception as exc:  # an internal bug: say so, with the traceback for a report
-            traceback.print_exc(file=sys.stderr)
-            error = TrgcError(
-                "E_INTERNAL",
-                f"internal error: {type(exc).__name__}: {exc}",
-                hint="please report this with the input that caused it",
-            )
-            report_error(error, as_json)
+        except BrokenPipeError:
+            raise OutputClosed from None
+        except Exception as exc:  # an internal bug: say so, with the traceback only when asked
+            if debug_enabled():
+                write_stderr("".join(traceback.format_exception(exc)))
+            report_error(internal_error(exc), as_json)
             raise typer.Exit(EXIT_INTERNAL) from None
 
     return wrapper  # type: ignore[return-value]

@@ -177,7 +177,9 @@ def generate_command(
     cancellation record (raw partial bytes, configuration, completed false) and the exit status
     is 130; nothing is ever closed or repaired. A failure stop (constraint_empty_set,
     sampling_failure, logit_positive_infinity) is reported with its error code (exit 2) after
-    the trace is written."""
+    the trace is written; with --json that error is the only document, its details.result
+    holding what the result document would. A stdout closed by its reader stops the run
+    (exit 141) and, like any error, leaves no trace."""
     from trgc.decode.sampler import FAILURE_CODES, STOP_CANCELLED, SamplerSettings
     from trgc.decode.session import generate_file
     from trgc.decode.stream import Utf8Stream
@@ -252,9 +254,10 @@ def generate_command(
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
     document = _result_document(result)
-    if as_json:
+    failed = result.stop in FAILURE_CODES
+    if as_json and not failed:  # on a failure the error document below is the only one
         print_json(document)
-    else:
+    elif not as_json:
         if sys.stdout.isatty():
             sys.stdout.write("\n")
         err = stderr_console()
@@ -271,11 +274,11 @@ def generate_command(
             )
     if result.stop == STOP_CANCELLED:
         raise typer.Exit(EXIT_CANCELLED)
-    if result.stop in FAILURE_CODES:
+    if failed:
         raise TrgcError(
             FAILURE_CODES[result.stop],
             f"decoding stopped with {result.stop} at step {document['steps'] - 1}",
-            details={"stop": result.stop, "config": document["config"]},
+            details={"stop": result.stop, "config": document["config"], "result": document},
         )
 
 

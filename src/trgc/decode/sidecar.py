@@ -15,6 +15,7 @@ into place on `close`; `discard` removes it.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import struct
@@ -62,7 +63,17 @@ class SidecarWriter:
         chunk = self._compressor.compress(data)
         if chunk:
             self._hash.update(chunk)
-            self._file.write(chunk)
+            self._write(self._file.write, chunk)
+
+    def _write(self, operation, *args) -> None:
+        """A file operation whose OS error (a full disk, a quota) is `E_IO` naming the sidecar;
+        the caller discards the temporary file, so nothing partial is ever published."""
+        try:
+            operation(*args)
+        except OSError as exc:
+            raise TrgcError(
+                "E_IO", f"cannot write the logits sidecar: {exc.strerror}", source=str(self.path)
+            ) from None
 
     def write(self, step: int, logits: StepLogits) -> None:
         allowed = np.ascontiguousarray(logits.allowed, dtype="<f8")
@@ -80,15 +91,16 @@ class SidecarWriter:
         """Finish the frame, publish the file atomically and return its SHA-256 (hex)."""
         tail = self._compressor.flush()
         self._hash.update(tail)
-        self._file.write(tail)
-        self._file.flush()
-        os.fsync(self._file.fileno())
-        self._file.close()
-        os.replace(self._tmp, self.path)
+        self._write(self._file.write, tail)
+        self._write(self._file.flush)
+        self._write(os.fsync, self._file.fileno())
+        self._write(self._file.close)
+        self._write(os.replace, self._tmp, self.path)
         return self._hash.hexdigest()
 
     def discard(self) -> None:
-        self._file.close()
+        with contextlib.suppress(OSError):  # closing flushes, which fails again on a full disk
+            self._file.close()
         self._tmp.unlink(missing_ok=True)
 
 

@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 HF_STAMP := $(VENV)/.installed-hf
 
-.PHONY: demo test artifacts lint clean
+.PHONY: demo test artifacts lint fuzz clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +40,13 @@ $(HF_STAMP): $(STAMP)
 
 test: $(HF_STAMP)
 	$(BIN)/python -m pytest -q
+
+# The long fuzzing campaign (scripts/fuzz.py, the targets of tests/fuzz_targets.py): FUZZ_SECONDS
+# CPU seconds per input kind, at the lowest priority and under a 6 GiB address-space ceiling.
+# Findings go to build/fuzz/findings/, the summary to build/fuzz/report.json.
+FUZZ_SECONDS ?= 3600
+fuzz: $(HF_STAMP)
+	ulimit -v 6291456 && nice -n 19 $(BIN)/python scripts/fuzz.py --cpu-seconds $(FUZZ_SECONDS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks scripts

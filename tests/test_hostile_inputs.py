@@ -271,3 +271,14 @@ def test_an_output_symlink_is_written_through(tmp_path):
     assert invoke(["compile", str(tmp_path / "g.trg"), "-o", str(link)]).exit_code == 0
     assert link.is_symlink() and target.read_bytes() != b"old"
     assert trgc.load_artifact(link).sha256 == trgc.load_artifact(target).sha256
+
+
+def test_lock_entry_with_a_file_name_too_long_for_the_os(tmp_path):
+    """Found by the lock fuzzer: Path.exists() raised ENAMETOOLONG (exit 70)."""
+    lock = _lock(tmp_path)
+    text = lock.read_text(encoding="utf-8").replace('artifact = "', 'artifact = "' + "f" * 300, 1)
+    lock.write_text(text, encoding="utf-8")
+    result = invoke(["verify", "--lock", str(lock), "--json"])
+    assert result.exit_code == 1 and "Traceback" not in result.stderr
+    [change] = json.loads(result.stdout)["changed"]["g"]
+    assert change["field"] == "artifact_file" and change["actual"] == "missing"

@@ -25,7 +25,7 @@ def atomic_write(path: Path | str, data: bytes) -> None:
     atomically and the link stays a link (renaming over the link itself would turn it into a
     plain file and leave its target unchanged)."""
     path = Path(path)
-    if path.is_symlink():
+    if os.path.islink(path):
         path = Path(os.path.realpath(path))
     directory = path.parent if str(path.parent) else Path(".")
     try:

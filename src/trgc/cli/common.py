@@ -19,7 +19,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from trgc.errors import EXIT_INTERNAL, TrgcError
+from trgc.errors import EXIT_INTERNAL, EXIT_INVALID, TrgcError
 from trgc.limits import LIMIT_NAMES
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -98,7 +98,7 @@ def refuse_overwriting_inputs(
         if os.path.realpath(a) == os.path.realpath(b):
             return True
         try:
-            return a.exists() and b.exists() and os.path.samefile(a, b)
+            return os.path.exists(a) and os.path.exists(b) and os.path.samefile(a, b)
         except OSError:
             return False
 
@@ -197,6 +197,14 @@ def reporting_errors(func: F) -> F:
             raise
         except BrokenPipeError:
             raise OutputClosed from None
+        except OSError as exc:  # the OS refused a file the user named (a name too long, ...)
+            if debug_enabled():
+                write_stderr("".join(traceback.format_exception(exc)))
+            where = exc.filename if isinstance(exc.filename, str) else None
+            report_error(
+                TrgcError("E_IO", f"cannot access: {exc.strerror or exc}", source=where), as_json
+            )
+            raise typer.Exit(EXIT_INVALID) from None
         except Exception as exc:  # an internal bug: say so, with the traceback only when asked
             if debug_enabled():
                 write_stderr("".join(traceback.format_exception(exc)))

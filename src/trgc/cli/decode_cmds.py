@@ -212,7 +212,7 @@ def generate_command(
         refuse_overwriting_inputs(
             {"--trace": trace, "the trace's sidecar": sidecar_path_for(trace)}, given
         )
-    if trace is not None and not trace.parent.is_dir():
+    if trace is not None and not os.path.isdir(trace.parent):
         raise TrgcError(
             "E_IO",
             "the trace's directory does not exist",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -39,8 +40,8 @@ SPECIALS_HELP = (
 def _source_files(source: Path, specials: Path | None) -> list[Path | None]:
     """The files a build reads: the source (or every file of a source folder) and --specials."""
     files: list[Path | None] = [source, specials]
-    if source.is_dir():
-        files.extend(path for path in sorted(source.iterdir()) if path.is_file())
+    if os.path.isdir(source):
+        files.extend(path for path in sorted(source.iterdir()) if os.path.isfile(path))
     return files
 
 

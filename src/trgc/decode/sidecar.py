@@ -45,7 +45,7 @@ class SidecarWriter:
 
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
-        if self.path.is_symlink():  # write through the link, as atomic_write does
+        if os.path.islink(self.path):  # write through the link, as atomic_write does
             self.path = Path(os.path.realpath(self.path))
         self._tmp = self.path.with_name(f".{self.path.name}.tmp-{os.getpid()}")
         try:

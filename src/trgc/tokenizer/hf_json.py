@@ -88,7 +88,7 @@ def _check_merges(merges: object, source: str) -> None:
         if len(parts) != 2 or not all(parts):
             raise TrgcError(
                 "E_TOKENIZER_FORMAT",
-                f"model.merges[{index}] is {str(merge)[:60]!r}, expected \"A B\" or [\"A\", \"B\"]",
+                f'model.merges[{index}] is {str(merge)[:60]!r}, expected "A B" or ["A", "B"]',
                 source=source,
             )
 

@@ -11,6 +11,7 @@ caller), in one of two shapes found in real distributions:
 from __future__ import annotations
 
 import binascii
+import os
 from pathlib import Path
 
 from trgc.errors import Span, TrgcError
@@ -67,7 +68,7 @@ def parse_ranks(data: bytes, source: str) -> dict[int, bytes]:
 
 def find_sidecar(path: Path, sidecar: Path | None) -> Path:
     candidate = sidecar if sidecar is not None else path.parent / SIDECAR
-    if not candidate.is_file():
+    if not os.path.isfile(candidate):
         raise TrgcError(
             "E_TOKENIZER_MISSING_FILE",
             f"a tiktoken rank file has no special tokens of its own; {candidate} does not exist",

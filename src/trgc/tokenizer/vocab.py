@@ -8,6 +8,7 @@ resolved from config names, family rules, or the caller's explicit override.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -242,7 +243,7 @@ def read_config(folder: Path, vocab: Vocab) -> dict:
     config: dict = {}
     for name in ("tokenizer_config.json", "generation_config.json"):
         path = folder / name
-        if not path.is_file():
+        if not os.path.isfile(path):
             continue
         doc, digest = read_json(path)
         if not isinstance(doc, dict):

@@ -9,6 +9,7 @@ marked special and listed in the table's metadata, so nothing is silently treate
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from trgc.errors import TrgcError
@@ -24,7 +25,7 @@ def merges_file_for(vocab_path: Path) -> Path:
     name = logical_name(vocab_path)
     partner = dict(PAIRS).get(name, "merges.txt")
     for candidate in (vocab_path.parent / partner, vocab_path.parent / f"{partner}.zst"):
-        if candidate.is_file():
+        if os.path.isfile(candidate):
             return candidate
     raise TrgcError(
         "E_TOKENIZER_MISSING_FILE",
@@ -133,7 +134,7 @@ def _added_tokens(folder: Path, config: dict, vocab: Vocab) -> list[AddedToken]:
         )
     named |= {token_name(t, field="additional_special_tokens", source=config_path) for t in extra}
     path = folder / "added_tokens.json"
-    if path.is_file():
+    if os.path.isfile(path):
         doc, digest = read_json(path)
         vocab.files["added_tokens.json"] = digest
         if not isinstance(doc, dict):

@@ -71,6 +71,14 @@ def limits_page() -> str:
         lines.append(f"| `{name}` | {shown} | `{code}`: {CODES[code]} |")
     lines += [
         "",
+        "Projected bounds come before the work they bound. The JSON Schema lowering keeps, per",
+        "rule, a lower bound on the NFA states the automaton construction will reserve (a literal",
+        "of n bytes n + 1, a class 2, an alternation 2 plus its branches, `x{m,n}` n copies of x,",
+        "a shared helper once per use) and stops with `E_LIMIT_STATES` as soon as it passes 4 x",
+        "`states`; an enum's members are projected before any node is built; proving n `oneOf`",
+        "branches disjoint pairwise is charged n(n-1)/2 x 256 against `operations` before it",
+        "starts (branches that are all finite value sets are decided in one pass instead).",
+        "",
         "## File caps",
         "",
         "Every file trgc opens is read through one bounded path: the size is checked with `fstat`",

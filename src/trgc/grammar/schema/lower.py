@@ -1227,7 +1227,8 @@ class Lowering:
         self.helpers += 1
         name = f"shared_{self.helpers}"
         self.grammar.rules.append(Rule(name, node, 0, 0, pointer=None))
-        return [self.b.ref(name) for _ in range(n)]
+        # the body is counted once already; every further use is one more inlined copy
+        return [self.b.ref(name)] + [self.b.ref(name, inlines=node) for _ in range(n - 1)]
 
 
 def lower_schema(

@@ -115,5 +115,9 @@ class Builder:
     def opt(self, item: int) -> int:
         return self.rep(item, 0, 1)
 
-    def ref(self, name: str) -> int:
-        return self.node(Kind.REF, (), name)
+    def ref(self, name: str, inlines: int | None = None) -> int:
+        """A reference to rule `name`; `inlines` is the body node of a non-recursive rule the
+        compiler will copy in here, so the reference costs what that body costs."""
+        if inlines is None:
+            return self.node(Kind.REF, (), name)
+        return self._add(Kind.REF, self._cost.get(inlines, 2), payload=name)

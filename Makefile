@@ -10,7 +10,7 @@ HF_STAMP := $(VENV)/.installed-hf
 VLLM_VENV := .venv-vllm
 VLLM_STAMP := $(VLLM_VENV)/.installed
 
-.PHONY: demo test artifacts lint clean
+.PHONY: demo test artifacts lint fuzz clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -58,6 +58,13 @@ $(VLLM_STAMP): pyproject.toml
 
 test: $(HF_STAMP) $(VLLM_STAMP)
 	$(BIN)/python -m pytest -q
+
+# The long fuzzing campaign (scripts/fuzz.py, the targets of tests/fuzz_targets.py): FUZZ_SECONDS
+# CPU seconds per input kind, at the lowest priority and under a 6 GiB address-space ceiling.
+# Findings go to build/fuzz/findings/, the summary to build/fuzz/report.json.
+FUZZ_SECONDS ?= 3600
+fuzz: $(HF_STAMP)
+	ulimit -v 6291456 && nice -n 19 $(BIN)/python scripts/fuzz.py --cpu-seconds $(FUZZ_SECONDS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks scripts

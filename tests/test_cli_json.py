@@ -116,13 +116,12 @@ def write_audit(tmp: Path) -> None:
 def successes(work: Path) -> dict[str, tuple[list[str], int]]:
     tools = ROOT / "tests" / "data" / "tools"
     cache = str(work / "disk-cache")
-    return {
-        "cache clear": (["cache", "clear", "--cache-dir", cache], 0),
-        "cache info": (["cache", "info", "--cache-dir", cache], 0),
-        "cache prune": (["cache", "prune", "--cache-dir", cache], 0),
     audit = ["--artifact", str(work / "json.trga"), "--tokenizer", str(work / "syn.trt")]
     return {
         "audit": (["audit", str(work / "audit.jsonl"), *audit], 0),
+        "cache clear": (["cache", "clear", "--cache-dir", cache], 0),
+        "cache info": (["cache", "info", "--cache-dir", cache], 0),
+        "cache prune": (["cache", "prune", "--cache-dir", cache], 0),
         "calc": (["calc", "1/3"], 0),
         "check": (["check", str(work / "json.trga"), str(work / "json.trg")], 1),
         "compile": (["compile", str(work / "json.trg")], 0),

@@ -13,7 +13,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "trgc"
 # are the base
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
-    "limits": {"errors"},
+    "limits": {"errors", "atomic"},
     "atomic": {"errors"},
     "jsonread": {"errors", "limits"},
     "grammar": {"errors", "limits", "atomic", "jsonread"},

@@ -86,6 +86,7 @@ def test_generate_json_document_and_replay(tmp_path):
         "identical": True,
         "steps": doc["steps"],
         "divergence": None,
+        "informative": {"trgc_version": trgc.__version__},
     }
     result = invoke("replay", trace)
     assert result.exit_code == 0 and "identical" in result.stdout
@@ -199,7 +200,10 @@ def test_generate_failure_stop_exit_2_with_code(tmp_path):
         "--json",
     )
     assert result.exit_code == 2 and error_code(result) == "E_LOGIT_POSITIVE_INFINITY"
-    assert json.loads(result.stdout)["stop"] == "logit_positive_infinity"
+    assert result.stdout == ""  # one document: the error, carrying the result
+    details = json.loads(result.stderr)["error"]["details"]
+    assert details["result"]["stop"] == details["stop"] == "logit_positive_infinity"
+    assert details["result"]["trace"] == str(trace)
     assert invoke("replay", trace).exit_code == 0
     result = invoke("generate", ARTIFACT, "-t", TOKENIZER, "--logits", "normal:3", "--json")
     assert result.exit_code == 2 and error_code(result) == "E_LOGITS_SOURCE"

@@ -110,6 +110,7 @@ def test_replay_with_explicit_inputs_and_fresh_matcher():
         inputs.tokenizer,
         artifact_sha256=inputs.artifact.sha256,
         tokenizer_sha256=inputs.tokenizer.sha256,
+        compiler=inputs.identity().compiler,
     )
     assert report.identical
 

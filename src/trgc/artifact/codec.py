@@ -17,9 +17,9 @@ from pathlib import Path
 import numpy as np
 
 from trgc.artifact.model import Artifact, Machine
-from trgc.atomic import atomic_write, read_bytes
+from trgc.atomic import atomic_write
 from trgc.errors import TrgcError
-from trgc.limits import DEFAULT_LIMITS, Limits, check_limit
+from trgc.limits import DEFAULT_LIMITS, Limits, check_limit, read_file
 
 MAGIC = b"TRGA"
 FORMAT_VERSION = 1
@@ -553,7 +553,7 @@ def load_artifact(
 ) -> Artifact:
     """Read and fully validate an artifact file; with `expect`, also require that identity
     (`E_ARTIFACT_IDENTITY`)."""
-    blob = read_bytes(path)
+    blob = read_file(path, "artifact", limits or DEFAULT_LIMITS)
     try:
         artifact = from_canonical(decompress(blob, limits=limits or DEFAULT_LIMITS))
     except TrgcError as error:

@@ -15,6 +15,7 @@ from trgc.cli.common import (
     JsonOption,
     print_json,
     print_table,
+    refuse_overwriting_inputs,
     reporting_errors,
     stderr_console,
     stdout_console,
@@ -227,8 +228,9 @@ def generate_command(
     partial bytes, the configuration and completed false; nothing is ever closed or repaired);
     2 a failure stop (constraint_empty_set, sampling_failure, logit_positive_infinity), reported
     with its error code, the artifact and tokenizer identities and the configuration after the
-    trace is written. Progress (model loading, tokens) is shown on stderr when it is a
-    terminal."""
+    trace is written (with --json that error is the only document, its details.result holding
+    what the result document would); 141 stdout closed by its reader (like any error, it leaves
+    no trace). Progress (model loading, tokens) is shown on stderr when it is a terminal."""
     from trgc.decode.generate import run_details
     from trgc.decode.sampler import FAILURE_CODES, STOP_CANCELLED, STOP_MAX_TOKENS, SamplerSettings
     from trgc.decode.session import generate_file
@@ -253,7 +255,16 @@ def generate_command(
             sys.stdout.write(text)
             sys.stdout.flush()
 
-    if trace is not None and not trace.parent.is_dir():
+    if trace is not None:
+        from trgc.decode.generate import sidecar_path_for
+
+        given = [artifact_path, tokenizer_path]
+        if logits is not None and logits.startswith("npy:"):
+            given.append(logits.removeprefix("npy:"))
+        refuse_overwriting_inputs(
+            {"--trace": trace, "the trace's sidecar": sidecar_path_for(trace)}, given
+        )
+    if trace is not None and not os.path.isdir(trace.parent):
         raise TrgcError(
             "E_IO",
             "the trace's directory does not exist",
@@ -305,9 +316,10 @@ def generate_command(
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
     document = _result_document(result)
-    if as_json:
+    failed = result.stop in FAILURE_CODES
+    if as_json and not failed:  # on a failure the error document below is the only one
         print_json(document)
-    else:
+    elif not as_json:
         if sys.stdout.isatty():
             sys.stdout.write("\n")
         err = stderr_console()
@@ -326,7 +338,7 @@ def generate_command(
             )
     if result.stop == STOP_CANCELLED:
         raise typer.Exit(EXIT_CANCELLED)
-    if result.stop in FAILURE_CODES:
+    if failed:
         raise TrgcError(
             FAILURE_CODES[result.stop],
             f"decoding stopped with {result.stop} at step {document['steps'] - 1}",
@@ -334,7 +346,9 @@ def generate_command(
                 "stop": result.stop,
                 "claim": document["claim"],
                 "output_hex": document["output_hex"],
+                "config": document["config"],
                 "run": run_details(result.header, document["steps"] - 1, document["config"]),
+                "result": document,
             },
         )
     if result.stop == STOP_MAX_TOKENS:
@@ -381,6 +395,9 @@ def replay_command(
         )
     else:
         stdout_console().print(f"divergence at {report.divergence}", markup=False)
+    if not as_json and report.informative:
+        shown = ", ".join(f"{k} {v}" for k, v in sorted(report.informative.items()))
+        stderr_console().print(f"informative, not compared: {shown}", markup=False)
     if not report.identical:
         raise typer.Exit(1)
 

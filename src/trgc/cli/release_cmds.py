@@ -12,6 +12,7 @@ from trgc.cli.common import (
     LimitOption,
     LimitsFileOption,
     print_json,
+    refuse_overwriting_inputs,
     reporting_errors,
     stdout_console,
 )
@@ -47,6 +48,10 @@ def lock_command(
     from trgc.limits import resolve_limits
     from trgc.release.lockfile import lock
 
+    out_dir = artifacts_dir or lock_path.parent
+    outputs: dict[str, Path | None] = {"--lock": lock_path}
+    outputs |= {f"the artifact of {s}": out_dir / f"{s.stem}.trga" for s in sources}
+    refuse_overwriting_inputs(outputs, [*sources, limits_file])
     result = lock(
         sources, lock_path, artifacts_dir=artifacts_dir, limits=resolve_limits(limit, limits_file)
     )

@@ -109,6 +109,7 @@ def jsts_command(
         run_suite,
         summary,
     )
+    from trgc.limits import read_file
 
     committed = load_baseline(baseline, missing_ok=update)  # before the long run
     results = run_suite(path, separators=separators)
@@ -116,7 +117,9 @@ def jsts_command(
     info = summary(results)
     revision_file = path / "REVISION"
     revision = (
-        revision_file.read_text(encoding="utf-8").strip() if revision_file.is_file() else None
+        read_file(revision_file, "benchmark").decode("utf-8", "replace").strip()
+        if revision_file.is_file()
+        else None
     )
     wrote = False
     if update and not ratchet.failures:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -12,6 +13,7 @@ from trgc.cli.common import (
     JsonOption,
     print_json,
     print_table,
+    refuse_overwriting_inputs,
     reporting_errors,
     stderr_console,
     stdout_console,
@@ -34,6 +36,14 @@ EOS_HELP = "Use this EOS/EOG id instead of the configured ones (repeat for sever
 SPECIALS_HELP = (
     "Special-token sidecar for a tiktoken rank file (default: special_tokens.json beside it)."
 )
+
+
+def _source_files(source: Path, specials: Path | None) -> list[Path | None]:
+    """The files a build reads: the source (or every file of a source folder) and --specials."""
+    files: list[Path | None] = [source, specials]
+    if os.path.isdir(source):
+        files.extend(path for path in sorted(source.iterdir()) if os.path.isfile(path))
+    return files
 
 
 def _build(source: Path, eos: list[int] | None, vocab_size: int | None, specials: Path | None):
@@ -75,6 +85,7 @@ def build_command(
     tokens have no bytes and are matched by name; added tokens that are not special keep their
     bytes. Duplicate byte sequences, tokens that are not valid UTF-8 alone and empty tokens are
     reported. An unknown or ambiguous layout is an error naming what is missing, never a guess."""
+    refuse_overwriting_inputs({"--output": output}, _source_files(source, specials))
     table = _build(source, eos, vocab_size, specials)
     if output is not None:
         table.save(output)
@@ -226,6 +237,7 @@ def verify_command(
     its vocabulary string through the library's byte alphabet or decoder), and reports the
     count. Exit 1 on any mismatch."""
     from trgc.errors import TrgcError
+    from trgc.limits import read_file
     from trgc.tokenizer.load import load_tokenizer
     from trgc.tokenizer.verify import default_probe, verify_table
 
@@ -234,11 +246,7 @@ def verify_command(
     else:
         probe_name = str(probe)
         try:
-            text = probe.read_bytes().decode("utf-8")
-        except OSError as exc:
-            raise TrgcError(
-                "E_IO", f"cannot read probe corpus: {exc.strerror}", source=str(probe)
-            ) from None
+            text = read_file(probe, "probe").decode("utf-8")
         except UnicodeDecodeError as exc:
             raise TrgcError(
                 "E_USAGE", f"probe corpus is not UTF-8 at byte {exc.start}", source=str(probe)

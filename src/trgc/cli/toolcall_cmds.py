@@ -4,7 +4,6 @@ one model family, and optionally check it against a tokenizer (a thin shell over
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -16,6 +15,8 @@ from trgc.cli.common import (
     LimitsFileOption,
     print_json,
     print_table,
+    read_input,
+    refuse_overwriting_inputs,
     reporting_errors,
     stderr_console,
     stdout_console,
@@ -114,16 +115,17 @@ def toolcall_command(
     limit was exceeded.
     """
     from trgc.artifact.codec import compress, encode
-    from trgc.atomic import atomic_write, read_bytes
+    from trgc.atomic import atomic_write
     from trgc.compiler.toolcall import compile_toolcall
     from trgc.grammar.toolcall import load_tool_json, parse_tools
     from trgc.limits import resolve_limits
 
     if check and tokenizer is None:
         raise TrgcError("E_USAGE", "--check needs --tokenizer")
+    refuse_overwriting_inputs({"--output": output}, [tools, tokenizer, limits_file])
     limits = resolve_limits(limit, limits_file)
     source = "<stdin>" if tools == "-" else tools
-    data = sys.stdin.buffer.read() if tools == "-" else read_bytes(tools)
+    data = read_input(tools, limits.input_bytes, "the tool list")
     try:
         value = load_tool_json(data, limits)
     except TrgcError as error:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -12,15 +11,12 @@ import typer
 from trgc.cli.common import (
     JsonOption,
     print_json,
+    read_input,
+    read_stdin,
     reporting_errors,
     stdout_console,
 )
 from trgc.errors import exit_status
-
-
-def _read_stdin(limit: int) -> bytes:
-    """At most `limit + 1` bytes of stdin: enough to detect an over-long input without holding it."""
-    return sys.stdin.buffer.read(limit + 1)
 
 
 @reporting_errors
@@ -52,7 +48,7 @@ def calc_command(
 
     # the argument's original bytes (argv that is not UTF-8 arrives surrogate-escaped)
     if expression == "-":
-        text = _read_stdin(tinycalc.DEFAULT_CALC_LIMITS.input_bytes)
+        text = read_stdin(tinycalc.DEFAULT_CALC_LIMITS.input_bytes)
     else:
         text = os.fsencode(expression)
     if as_json:
@@ -63,19 +59,6 @@ def calc_command(
         return
     result = tinycalc.evaluate(text)
     stdout_console().print(result.value, markup=False)
-
-
-def _read_file(path: Path, limit: int) -> bytes:
-    """The bytes of `path` ('-' = stdin), refusing more than `limit` before reading them all."""
-    from trgc.errors import TrgcError
-
-    if str(path) == "-":
-        return _read_stdin(limit)
-    try:
-        with path.open("rb") as handle:
-            return handle.read(limit + 1)
-    except OSError as exc:
-        raise TrgcError("E_IO", f"cannot read {path}: {exc.strerror}", source=str(path)) from None
 
 
 @reporting_errors
@@ -99,7 +82,7 @@ def tool_run_command(
     from trgc.limits import DEFAULT_LIMITS
     from trgc.tools.envelope import run_request
 
-    data = _read_file(request, DEFAULT_LIMITS.input_bytes)
+    data = read_input(request, DEFAULT_LIMITS.input_bytes, "the tool request")
     run = run_request(data, source=str(request))
     if as_json:
         print_json(run.to_dict())
@@ -203,7 +186,7 @@ def evidence_check_command(
     application's rules. Failures are reported, never rewritten.
 
     Exit 0 when every field validates, 1 when a check found a problem, 2 for malformed input."""
-    from trgc.errors import EXIT_DIFFERENT
+    from trgc.errors import EXIT_DIFFERENT, TrgcError
     from trgc.tools.evidence import (
         MAX_RESULT_BYTES,
         MAX_SOURCE_BYTES,
@@ -215,15 +198,22 @@ def evidence_check_command(
     sources = {}
     for option in source or []:
         name, path = parse_source_option(option)
-        sources[name] = _read_file(path, MAX_SOURCE_BYTES)
+        if name in sources:
+            raise TrgcError(
+                "E_EVIDENCE_SOURCE",
+                f"--source names {name!r} twice",
+                hint="give every source document its own NAME",
+            )
+        sources[name] = read_input(path, MAX_SOURCE_BYTES, f"evidence source {name}")
     app_schema = (
         None
         if schema is None
-        else parse_app_schema(_read_file(schema, MAX_SCHEMA_BYTES), source=str(schema))
+        else parse_app_schema(
+            read_input(schema, MAX_SCHEMA_BYTES, "the application schema"), source=str(schema)
+        )
     )
-    report = check_evidence(
-        _read_file(result, MAX_RESULT_BYTES), sources, source=str(result), schema=app_schema
-    )
+    data = read_input(result, MAX_RESULT_BYTES, "the extraction result")
+    report = check_evidence(data, sources, source=str(result), schema=app_schema)
     if as_json:
         print_json(report)
     else:

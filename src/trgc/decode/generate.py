@@ -105,8 +105,8 @@ def _relative(path: str | None, trace_path: Path) -> str | None:
         return None
     try:
         return os.path.relpath(Path(path).resolve(), trace_path.resolve().parent)
-    except ValueError:
-        return str(Path(path).resolve())
+    except ValueError:  # another drive (Windows): no relative path; replay then needs the option
+        return None
 
 
 def make_header(
@@ -208,6 +208,10 @@ def decode(
     if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
         raise TrgcError(
             "E_SAMPLER_SETTINGS", f"max_tokens must be an integer >= 1, got {max_tokens!r}"
+        )
+    if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 1 << 64:
+        raise TrgcError(
+            "E_SAMPLER_SETTINGS", f"the seed must be an integer in [0, 2**64), got {seed!r}"
         )
     if trace_path is not None and identity is None:
         raise TrgcError("E_USAGE", "writing a trace needs the identities of artifact and tokenizer")

@@ -139,4 +139,5 @@ def replay_file(
         inputs.tokenizer,
         artifact_sha256=inputs.artifact.sha256,
         tokenizer_sha256=str(inputs.tokenizer.sha256),
+        compiler=compiler_version(inputs.artifact),
     )

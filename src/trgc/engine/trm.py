@@ -19,7 +19,10 @@ Canonical layout (all integers little-endian):
 The identity is `sha256:` + SHA-256 of these bytes (digest included); compression settings
 never change it. Anything that does not decode exactly, or a file built for another artifact,
 tokenizer, compiler version, special-token policy or trie layout, is refused with
-`E_CACHE_MISMATCH`.
+`E_CACHE_MISMATCH`. Before any array is used the reader checks every invariant the precompute
+guarantees: exactly one zstd frame, a flat header of exact types, `1 <= max_depth < 2**31`
+(and, bound, the artifact's), `1 <= height <= max_depth`, row 0 empty, every row distinct and
+without bits past `vocab_size`, every index inside its table.
 """
 
 from __future__ import annotations
@@ -31,10 +34,11 @@ from pathlib import Path
 
 import numpy as np
 
-from trgc.atomic import atomic_write, read_bytes
+from trgc.atomic import atomic_write
 from trgc.engine.precompute import FrameMasks
 from trgc.errors import TrgcError
-from trgc.limits import DEFAULT_LIMITS, Limits
+from trgc.jsonread import read_json
+from trgc.limits import DEFAULT_LIMITS, Limits, mask_cache_content, read_file
 
 MAGIC = b"TRGCTRM\0"
 VERSION = 1
@@ -97,6 +101,11 @@ def save_masks(masks: FrameMasks, path: Path | str) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def _refuse(message: str, source: str | None) -> TrgcError:
     return TrgcError(
         "E_CACHE_MISMATCH",
@@ -117,17 +126,29 @@ def from_bytes(data: bytes, *, source: str | None = None) -> FrameMasks:
     if version != VERSION:
         raise _refuse(f"format version {version}, this trgc reads {VERSION}", source)
     start = len(MAGIC) + 8
+    raw_header = body[start : start + header_len]
     try:
-        header = json.loads(body[start : start + header_len].decode())
-    except (UnicodeDecodeError, ValueError):
-        raise _refuse("header is not JSON", source) from None
+        header = read_json(
+            raw_header,
+            code="E_CACHE_MISMATCH",
+            what="the mask cache header",
+            max_bytes=len(raw_header),
+            max_depth=1,
+        )
+    except TrgcError as error:
+        raise _refuse(error.message, source) from None
     if not isinstance(header, dict) or sorted(header) != sorted(HEADER_KEYS):
         raise _refuse("header fields are not those of trgc-masks-1", source)
-    if header["format"] != FORMAT or _canonical_json(header) != body[start : start + header_len]:
+    if header["format"] != FORMAT or _canonical_json(header) != raw_header:
         raise _refuse("header is not the canonical trgc-masks-1 header", source)
+    if not all(isinstance(header[k], str) for k in HEADER_KEYS[:6]):
+        raise _refuse("header names (artifact, tokenizer, ...) are not strings", source)
     counts = [header[k] for k in ("vocab_size", "n_states", "n_roots", "n_masks", "n_words")]
-    if not all(isinstance(c, int) and c >= 0 for c in counts):
-        raise _refuse("header sizes are not non-negative integers", source)
+    if not all(type(c) is int and 0 <= c < 1 << 31 for c in counts):
+        raise _refuse("header sizes are not integers in [0, 2**31)", source)
+    max_depth = header["max_depth"]
+    if type(max_depth) is not int or not 1 <= max_depth < 1 << 31:
+        raise _refuse(f"max_depth {_shown(max_depth)} is not an integer in [1, 2**31)", source)
     vocab_size, n_states, n_roots, n_masks, n_words = counts
     offset = start + header_len
     offset += -offset % 4
@@ -141,13 +162,23 @@ def from_bytes(data: bytes, *, source: str | None = None) -> FrameMasks:
     accept_id, height, open_start, open_roots = arrays
     table = np.frombuffer(body, dtype="<u4", count=n_masks * n_words, offset=offset)
     if (
-        (n_states and (accept_id.min() < 0 or accept_id.max() >= n_masks or height.min() < 1))
+        (n_states and (accept_id.min() < 0 or accept_id.max() >= n_masks))
         or open_start[0] != 0
         or open_start[-1] != n_roots
         or (np.diff(open_start) < 0).any()
         or (n_roots and open_roots.min() < 1)
     ):
         raise _refuse("an index points outside its table", source)
+    if n_states and (height.min() < 1 or height.max() > max_depth):
+        raise _refuse(f"a state's stack height is outside 1..max_depth ({max_depth})", source)
+    rows = table.reshape(n_masks, n_words)
+    if rows[0].any():
+        raise _refuse("row 0 of the mask table is not the empty set", source)
+    spare = n_words * 32 - vocab_size
+    if spare and (rows[:, -1] >> np.uint32(32 - spare)).any():
+        raise _refuse("a mask sets bits for ids at or past vocab_size", source)
+    if np.unique(rows, axis=0).shape[0] != n_masks:
+        raise _refuse("the mask table repeats a row (rows are distinct bitsets)", source)
     masks = FrameMasks(
         key=(
             header["artifact"],
@@ -157,7 +188,7 @@ def from_bytes(data: bytes, *, source: str | None = None) -> FrameMasks:
             header["trie"],
         ),
         vocab_size=vocab_size,
-        max_depth=header["max_depth"],
+        max_depth=max_depth,
         accept_id=accept_id,
         height=height,
         open_start=open_start,
@@ -174,13 +205,29 @@ def load_masks(path: Path | str, *, binding=None, limits: Limits = DEFAULT_LIMIT
     built for another artifact, tokenizer, compiler version, policy or trie."""
     import zstandard
 
-    raw = read_bytes(path)
-    cap = limits.cache_bytes + 16 * limits.states + (1 << 20)
+    raw = read_file(path, "mask cache", limits)
+    cap = mask_cache_content(limits)
     try:
         data = zstandard.ZstdDecompressor().decompress(raw, max_output_size=cap)
+        # the same first frame again, now known to be at most `cap` bytes, to see what follows
+        stream = zstandard.ZstdDecompressor().decompressobj()
+        stream.decompress(raw)
     except zstandard.ZstdError as exc:
         raise _refuse(f"not a readable zstd frame ({exc})", str(path)) from None
+    if not stream.eof or stream.unused_data:
+        raise _refuse("the file is not exactly one complete zstd frame", str(path))
     masks = from_bytes(data, source=str(path))
+    if masks.max_depth > limits.max_depth:
+        raise _refuse(
+            f"max_depth {masks.max_depth:,} exceeds the max_depth limit of {limits.max_depth:,}",
+            str(path),
+        )
     if binding is not None:
         masks.require(binding)
+        if masks.max_depth != binding.tables.max_depth:
+            raise _refuse(
+                f"built for max_depth {masks.max_depth}, the artifact's is "
+                f"{binding.tables.max_depth}",
+                str(path),
+            )
     return masks

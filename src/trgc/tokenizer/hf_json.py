@@ -73,6 +73,26 @@ def string_style(doc: dict, source: str) -> tuple[str, str]:
     )
 
 
+def _check_merges(merges: object, source: str) -> None:
+    """BPE merges are `"A B"` strings or `["A", "B"]` pairs (both layouts the tokenizers library
+    writes); an integer, a triple or a string without exactly one separating space is damage."""
+    if not isinstance(merges, list):
+        raise TrgcError("E_TOKENIZER_FORMAT", "model.merges must be a list", source=source)
+    for index, merge in enumerate(merges):
+        if isinstance(merge, str):
+            parts = merge.split(" ")
+        elif isinstance(merge, list) and all(isinstance(p, str) for p in merge):
+            parts = merge
+        else:
+            parts = []
+        if len(parts) != 2 or not all(parts):
+            raise TrgcError(
+                "E_TOKENIZER_FORMAT",
+                f'model.merges[{index}] is {str(merge)[:60]!r}, expected "A B" or ["A", "B"]',
+                source=source,
+            )
+
+
 def model_vocab(model: dict, source: str) -> tuple[str, dict[str, int]]:
     """The model type and its vocabulary string -> id, refusing types that lack exact bytes."""
     kind = model.get("type")
@@ -84,6 +104,7 @@ def model_vocab(model: dict, source: str) -> tuple[str, dict[str, int]]:
             raise TrgcError(
                 "E_TOKENIZER_FORMAT", "model.vocab must be an object of string -> id", source=source
             )
+        _check_merges(model.get("merges", []), source)
         return kind, vocab
     if kind == "Unigram":
         if not model.get("byte_fallback"):
@@ -95,7 +116,12 @@ def model_vocab(model: dict, source: str) -> tuple[str, dict[str, int]]:
             )
         pieces = model.get("vocab")
         if not isinstance(pieces, list) or not all(
-            isinstance(p, list) and p and isinstance(p[0], str) for p in pieces
+            isinstance(p, list)
+            and len(p) == 2
+            and isinstance(p[0], str)
+            and isinstance(p[1], int | float)
+            and not isinstance(p[1], bool)
+            for p in pieces
         ):
             raise TrgcError(
                 "E_TOKENIZER_FORMAT",

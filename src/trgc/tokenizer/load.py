@@ -8,6 +8,7 @@ told apart by content: a tiktoken rank file is text lines, a SentencePiece model
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
@@ -85,7 +86,13 @@ def classify_file(path: Path) -> Source:
 
 def detect_folder(folder: Path) -> Source:
     """The one tokenizer layout in `folder`; see the module docstring."""
-    names = {logical_name(p): p for p in sorted(folder.iterdir()) if p.is_file()}
+    try:
+        entries = sorted(folder.iterdir())
+    except OSError as exc:
+        raise TrgcError(
+            "E_IO", f"cannot list the folder: {exc.strerror}", source=str(folder)
+        ) from None
+    names = {logical_name(p): p for p in entries if os.path.isfile(p)}
     found: list[Source] = []
     if "tokenizer.json" in names:
         found.append(Source("tokenizer.json", names["tokenizer.json"]))
@@ -121,9 +128,9 @@ def detect_folder(folder: Path) -> Source:
 
 def resolve_source(path: Path) -> Source:
     path = Path(path)
-    if path.is_dir():
+    if os.path.isdir(path):
         return detect_folder(path)
-    if not path.is_file():
+    if not os.path.isfile(path):
         raise TrgcError("E_IO", "no such file or folder", source=str(path))
     return classify_file(path)
 
@@ -176,7 +183,7 @@ def load_tokenizer(path: Any, **options) -> TokenTable:
 
         return table_from_object(path, **options)
     path = Path(path)
-    if path.suffix == TABLE_SUFFIX or (path.is_file() and _starts_like_table(path)):
+    if path.suffix == TABLE_SUFFIX or (os.path.isfile(path) and _starts_like_table(path)):
         if options:
             raise TrgcError(
                 "E_USAGE",
@@ -188,5 +195,8 @@ def load_tokenizer(path: Any, **options) -> TokenTable:
 
 
 def _starts_like_table(path: Path) -> bool:
-    with path.open("rb") as handle:
-        return handle.read(8) == b"TRGCTOK\x00"
+    try:
+        with path.open("rb") as handle:
+            return handle.read(8) == b"TRGCTOK\x00"
+    except OSError as exc:
+        raise TrgcError("E_IO", f"cannot read: {exc.strerror}", source=str(path)) from None

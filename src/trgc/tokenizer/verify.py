@@ -415,7 +415,7 @@ class _TiktokenAdapter(_Adapter):
             if line:
                 token, rank = line.split()
                 ranks[base64.b64decode(token)] = int(rank)
-        sidecar = json.loads(find_sidecar(src.path, specials).read_bytes())
+        sidecar = json.loads(read_source(find_sidecar(src.path, specials)))
         entry = (
             sidecar
             if "special_tokens" in sidecar

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from trgc.errors import TrgcError
 from trgc.jsonread import read_json
-from trgc.limits import DEFAULT_LIMITS
+from trgc.limits import DEFAULT_LIMITS, file_cap
 from trgc.tools import strictjson
 from trgc.tools.evidence_schema import FLAGS, AppSchema, recompute
 from trgc.tools.strictjson import (
@@ -35,7 +35,7 @@ from trgc.tools.strictjson import (
 
 PROTOCOL = "trgc-evidence-check-1"
 MAX_RESULT_BYTES = DEFAULT_LIMITS.input_bytes
-MAX_SOURCE_BYTES = 64 * 1024 * 1024
+MAX_SOURCE_BYTES = file_cap("evidence source")
 MAX_RESULT_DEPTH = 32
 STATUSES = ("supported", "unknown", "unsupported", "conflict")
 TRANSFORMS = ("exact", "trim", "casefold", "parse_integer", "parse_decimal")

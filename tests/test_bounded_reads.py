@@ -138,7 +138,7 @@ def traced(work, tmp_path) -> Path:
         ["generate", "json.trga", "-t", "gpt2.trt", "--max-tokens", "5", "--trace", "run.jsonl"],
         cwd=tmp_path,
     )
-    assert outcome.returncode == 0, outcome.stderr
+    assert outcome.returncode == 4, outcome.stderr  # stopped at --max-tokens
     return tmp_path / "run.jsonl"
 
 

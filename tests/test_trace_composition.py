@@ -248,10 +248,11 @@ def test_a_sampling_failure_document_names_the_run_and_keeps_the_raw_bytes(input
         "--temperature", "0", "--json",
     )  # fmt: skip
     assert result.exit_code == 2
-    doc = json.loads(result.stdout)
+    assert result.stdout == ""  # with --json the error is the only document
     error = json.loads(result.stderr)["error"]
     assert error["code"] == "E_LOGIT_POSITIVE_INFINITY"
     details = error["details"]
+    doc = details["result"]
     assert details["claim"]["id"] == "failed_logit_positive_infinity"
     assert details["output_hex"] == doc["output_hex"]
     assert details["run"]["artifact"] == doc["run"]["artifact"]

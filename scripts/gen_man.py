@@ -10,6 +10,7 @@ and so on. The pages hold no date, so regeneration is reproducible.
 from __future__ import annotations
 
 import inspect
+import re
 import sys
 from pathlib import Path
 
@@ -27,14 +28,20 @@ EXIT_STATUS = [
     ("1", "a check found a difference (diff, check rejected, replay divergence, verify mismatch)"),
     ("2", "invalid input or usage; the diagnostic on stderr names a stable error code"),
     ("3", "a limit was exceeded (error codes E_LIMIT_*)"),
+    ("4", "generate stopped at --max-tokens: its output is incomplete"),
     ("70", "internal error (a bug in trgc)"),
     ("130", "interrupted by Ctrl-C; generate first writes a cancellation record to its trace"),
 ]
 
 
+CODE_SPAN = re.compile(r"(?<!`)`([^`\n]+)`(?!`)")  # single backticks; ``` stays literal
+
+
 def roff_escape(text: str) -> str:
-    """Escape text for roff: backslashes, hyphens and control characters at line starts."""
+    """Escape text for roff: backslashes, hyphens and control characters at line starts; the
+    help texts' `code` spans (markdown backticks) become bold."""
     text = text.replace("\\", "\\e").replace("-", "\\-")
+    text = CODE_SPAN.sub(r"\\fB\1\\fR", text)
     lines = []
     for line in text.split("\n"):
         if line.startswith((".", "'")):

@@ -46,5 +46,5 @@ def test_read_bytes_bounded(tmp_path):
         read_bytes(path, 9)
     assert info.value.code == "E_LIMIT_INPUT_BYTES" and info.value.exit_status == 3
     with pytest.raises(TrgcError) as info:
-        read_bytes(tmp_path / "absent")
+        read_bytes(tmp_path / "absent", 10)
     assert info.value.code == "E_IO" and info.value.source.endswith("absent")

@@ -14,7 +14,6 @@ from typer.testing import CliRunner
 from trgc.cli.app import app
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
 runner = CliRunner()
 
 
@@ -43,8 +42,18 @@ def leaf_commands() -> set[str]:
 
 @pytest.fixture(scope="module")
 def work(tmp_path_factory):
-    """Inputs for every command: a compiled grammar, a synthetic token table, a trace, a lock."""
+    """Inputs for every command: a compiled grammar, a synthetic token table, a trace, a lock,
+    and one-case stand-ins for the JSON Schema Test Suite and JSONSchemaBench layouts (the
+    real corpora are exercised by test_schema_conformance / test_schema_coverage)."""
     tmp = tmp_path_factory.mktemp("cli-json")
+    suite = tmp / "jsts" / "tests" / "draft2020-12"
+    suite.mkdir(parents=True)
+    case = {"description": "integers", "schema": {"type": "integer"},
+            "tests": [{"description": "one", "data": 1, "valid": True}]}  # fmt: skip
+    (suite / "type.json").write_text(json.dumps([case]), encoding="utf-8")
+    (tmp / "jsts-baseline.json").write_text('{"cases": {}}', encoding="utf-8")
+    (tmp / "bench" / "Tiny").mkdir(parents=True)
+    (tmp / "bench" / "Tiny" / "a.json").write_text('{"type": "boolean"}', encoding="utf-8")
     shutil.copy(ROOT / "grammars" / "json.trg", tmp / "json.trg")
     assert (
         runner.invoke(
@@ -77,23 +86,50 @@ def work(tmp_path_factory):
         runner.invoke(app, ["lock", str(tmp / "json.trg"), "--lock", str(tmp / "x.lock")]).exit_code
         == 0
     )
+    write_audit(tmp)
     return tmp
+
+
+def write_audit(tmp: Path) -> None:
+    """An audit record of the generated trace's tokens, as the vLLM processor writes them."""
+    import trgc
+    from trgc.decode.trace import read_trace
+    from trgc.integrations.audit import AuditWriter, mask_hash
+
+    art = trgc.load_artifact(tmp / "json.trga")
+    table = trgc.load_tokenizer(tmp / "syn.trt")
+    steps = [s["token"] for s in read_trace(tmp / "run.jsonl").steps if s.get("token") is not None]
+    writer = AuditWriter(
+        tmp / "audit.jsonl",
+        artifact=art.sha256,
+        tokenizer=str(table.sha256),
+        constraint="grammar",
+        engine="test",
+    )
+    matcher = trgc.Matcher(art, table)
+    for token in steps:
+        writer.step(token, mask_hash(matcher.allowed_tokens_packed()), matcher.is_allowed(token))
+        matcher.advance(token)
+    writer.close(accepting=matcher.is_accepting(), terminated=matcher.is_terminated())
 
 
 def successes(work: Path) -> dict[str, tuple[list[str], int]]:
     tools = ROOT / "tests" / "data" / "tools"
+    cache = str(work / "disk-cache")
+    audit = ["--artifact", str(work / "json.trga"), "--tokenizer", str(work / "syn.trt")]
     return {
+        "audit": (["audit", str(work / "audit.jsonl"), *audit], 0),
+        "cache clear": (["cache", "clear", "--cache-dir", cache], 0),
+        "cache info": (["cache", "info", "--cache-dir", cache], 0),
+        "cache prune": (["cache", "prune", "--cache-dir", cache], 0),
         "calc": (["calc", "1/3"], 0),
         "check": (["check", str(work / "json.trga"), str(work / "json.trg")], 1),
         "compile": (["compile", str(work / "json.trg")], 0),
         "conformance jsts": (
-            ["conformance", "jsts", str(SHARED / "corpora" / "json-schema-test-suite")],
+            ["conformance", "jsts", str(work / "jsts"), "--baseline", str(work / "jsts-baseline.json"), "--update"],
             0,
         ),
-        "coverage": (
-            ["coverage", str(SHARED / "corpora" / "jsonschemabench"), "--per-subset", "1"],
-            0,
-        ),
+        "coverage": (["coverage", str(work / "bench"), "--per-subset", "1"], 0),
         "diff": (["diff", str(work / "json.trga"), str(ROOT / "artifacts" / "arith.trga")], 1),
         "evidence check": (
             [
@@ -119,6 +155,7 @@ def successes(work: Path) -> dict[str, tuple[list[str], int]]:
             0,
         ),
         "inspect": (["inspect", str(work / "json.trga")], 0),
+        "man": (["man", "compile"], 0),
         "keywords": (["keywords"], 0),
         "lock": (["lock", str(work / "json.trg"), "--lock", str(work / "y.lock")], 0),
         "masks precompute": (
@@ -151,7 +188,7 @@ def successes(work: Path) -> dict[str, tuple[list[str], int]]:
                 "verify",
                 str(ROOT / "tokenizers" / "synthetic" / "json-bytelevel"),
                 "--probe",
-                str(ROOT / "tests" / "data" / "probe.txt"),
+                str(ROOT / "src" / "trgc" / "tokenizer" / "probe.txt"),
             ],
             0,
         ),
@@ -193,7 +230,12 @@ def test_every_command_prints_the_documented_document(work):
 
 def failures(work: Path) -> dict[str, list[str]]:
     missing = str(work / "absent")
+    not_a_directory = str(work / "json.trg")
     return {
+        "cache clear": ["cache", "clear", "--cache-dir", not_a_directory],
+        "cache info": ["cache", "info", "--cache-dir", not_a_directory],
+        "cache prune": ["cache", "prune", "--cache-dir", not_a_directory],
+        "audit": ["audit", missing],
         "check": ["check", missing, "-"],
         "compile": ["compile", missing],
         "conformance jsts": ["conformance", "jsts", missing],
@@ -202,6 +244,7 @@ def failures(work: Path) -> dict[str, list[str]]:
         "evidence check": ["evidence", "check", missing],
         "generate": ["generate", missing, "--tokenizer", str(work / "syn.trt")],
         "inspect": ["inspect", str(work / "json.trg")],
+        "man": ["man", "no-such-command"],
         "lock": ["lock", missing + ".trg", "--lock", str(work / "z.lock")],
         "masks precompute": [
             "masks",

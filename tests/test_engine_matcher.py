@@ -180,8 +180,10 @@ def test_packed_forms_and_fill_bitmask():
     assert (buffer[2] == packed).all() and not buffer[:2].any()
     bad = [
         np.zeros((3, n_words(TOK.vocab_size)), dtype=np.int64),
-        np.zeros((3, 99), dtype=np.int32),
+        np.zeros((3, n_words(TOK.vocab_size) - 1), dtype=np.int32),
         np.zeros((n_words(TOK.vocab_size), 3), dtype=np.int32).T,
+        np.zeros(n_words(TOK.vocab_size), dtype=np.int32),
+        [[0] * n_words(TOK.vocab_size)],
     ]
     for buf in bad:
         with pytest.raises(TrgcError) as err:
@@ -189,6 +191,18 @@ def test_packed_forms_and_fill_bitmask():
         assert err.value.code == "E_BITMASK_BUFFER"
     with pytest.raises(TrgcError):
         m.fill_bitmask(buffer, 3)
+
+
+def test_fill_bitmask_padded_vocabulary_never_allows_the_extra_ids():
+    """A buffer wider than the mask (logits padded past the tokenizer) gets 0 words there,
+    whatever it held before."""
+    m = Matcher(json_like(), TOK)
+    words = n_words(TOK.vocab_size)
+    buffer = np.full((2, words + 3), -1, dtype=np.int32)
+    m.fill_bitmask(buffer, 1)
+    assert (buffer[1, :words] == m.allowed_tokens_packed()).all()
+    assert not buffer[1, words:].any()
+    assert (buffer[0] == -1).all()
 
 
 def test_pack_unpack_round_trip():

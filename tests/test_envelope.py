@@ -256,21 +256,27 @@ def test_oversized_input():
     assert run_request(request).result["status"] == "ok"
 
 
+def frozen_clock() -> int:
+    """A clock that never advances: only the operation budget can stop the run."""
+    return 0
+
+
 def test_operation_budget_is_the_deterministic_timeout():
     request = calc_request("1^64 * 1^64 / 1^60")  # 64 + 64 + 60 + 2 = 190 operations
     request["limits"]["timeout_ms"] = 1  # 100 operations
-    run = run_request(request)
+    run = run_request(request, clock=frozen_clock)
     assert run.result["status"] == "error"
     assert run.result["content"]["error"]["code"] == "E_LIMIT_OPERATIONS"
     assert run.result["provenance"]["stop_reason"] == "operation_budget"
     assert run.result["provenance"]["operation_budget"] == 100
     request["limits"]["timeout_ms"] = 2
-    run = run_request(request)
+    run = run_request(request, clock=frozen_clock)
     assert (run.result["status"], run.result["provenance"]["operations"]) == ("ok", 190)
     text = request_template("text.length@1.0.0")
     text["input"]["text"] = "x" * 101
     text["limits"]["timeout_ms"] = 1
-    assert run_request(text).result["provenance"]["stop_reason"] == "operation_budget"
+    run = run_request(text, clock=frozen_clock)
+    assert run.result["provenance"]["stop_reason"] == "operation_budget"
 
 
 def test_tool_errors_are_results_not_rejections():
@@ -423,7 +429,7 @@ def test_outputs_validate_against_the_registered_output_schemas():
             request = request_template(tool)
             request["input"] = data
             request["limits"]["timeout_ms"] = 10  # 1,000 operations: the long text runs out
-            run = run_request(request)
+            run = run_request(request, clock=frozen_clock)
             definition = next(d for d in registry.REGISTRY.values() if d.tool.value == tool)
             jsonschema.validate(run.reinsertion["content"], definition.output_schema)
             jsonschema.validate(data, definition.input_schema)

@@ -60,7 +60,7 @@ def problems(report: dict, name: str) -> list[str]:
 def test_example_document_validates():
     report = check_evidence((DATA / "extraction_ok.json").read_bytes(), SOURCES)
     assert report["ok"] is True
-    assert report["summary"] == {"fields": 5, "ok": 5, "problems": 0}
+    assert report["summary"] == {"fields": 5, "ok": 5, "problems": 0, "validation": "claimed"}
     assert [f["field"] for f in report["fields"]] == sorted(f["field"] for f in report["fields"])
     assert report["sources"] == [
         {"name": "notes", "source_id": source_id(NOTES), "bytes": len(NOTES)}

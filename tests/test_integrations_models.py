@@ -21,7 +21,7 @@ tokenizers = pytest.importorskip("tokenizers")
 
 ROOT = Path(__file__).resolve().parents[1]
 SYNTHETIC = ROOT / "tokenizers" / "synthetic" / "json-bytelevel"
-PROBE = (ROOT / "tests" / "data" / "probe.txt").read_text(encoding="utf-8")
+PROBE = (ROOT / "src" / "trgc" / "tokenizer" / "probe.txt").read_text(encoding="utf-8")
 
 
 def _write_gguf(path: Path, tokens: list[str], types: list[int], model: str = "gpt2") -> Path:
@@ -136,6 +136,65 @@ def test_cache_dir_follows_the_environment(tmp_path, monkeypatch):
     monkeypatch.delenv("TRGC_CACHE_DIR")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "x"))
     assert smollm2.cache_dir() == tmp_path / "x" / "trgc"
+
+
+def _sha256(data: bytes) -> str:
+    import hashlib
+
+    return hashlib.sha256(data).hexdigest()
+
+
+def test_weights_hash_is_computed_once_and_cached(tmp_path, monkeypatch):
+    from trgc.integrations import weights
+
+    monkeypatch.setenv("TRGC_CACHE_DIR", str(tmp_path / "cache"))
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"weights" * 1000)
+    assert weights.weights_sha256(model) == "sha256:" + _sha256(b"weights" * 1000)
+    hashed: list[Path] = []
+    real = weights._sha256_file
+    monkeypatch.setattr(weights, "_sha256_file", lambda p: hashed.append(p) or real(p))
+    assert weights.weights_sha256(model) == "sha256:" + _sha256(b"weights" * 1000)
+    assert hashed == []  # the second time comes from the cache
+    model.write_bytes(b"other weights")  # rewritten in place: a new key, hashed again
+    assert weights.weights_sha256(model) == "sha256:" + _sha256(b"other weights")
+    assert hashed == [model]
+
+
+def test_weights_hash_of_a_folder_covers_every_weight_file(tmp_path, monkeypatch):
+    import json
+
+    from trgc.integrations import weights
+
+    monkeypatch.setenv("TRGC_CACHE_DIR", str(tmp_path / "cache"))
+    folder = tmp_path / "model"
+    folder.mkdir()
+    with pytest.raises(TrgcError) as info:
+        weights.weights_sha256(folder)
+    assert info.value.code == "E_MODEL_NOT_FOUND"
+    (folder / "a.safetensors").write_bytes(b"A")
+    (folder / "b.safetensors").write_bytes(b"B")
+    (folder / "config.json").write_bytes(b"{}")
+    document = {"a.safetensors": _sha256(b"A"), "b.safetensors": _sha256(b"B")}
+    text = json.dumps(document, sort_keys=True, separators=(",", ":"))
+    assert weights.weights_sha256(folder) == "sha256:" + _sha256(text.encode())
+    (folder / "b.safetensors").write_bytes(b"B2")
+    assert weights.weights_sha256(folder) != "sha256:" + _sha256(text.encode())
+
+
+def test_prompt_policy_hash_covers_template_and_system_message():
+    from trgc.integrations.model_logits import prompt_policy_sha256
+
+    class Tok:
+        def __init__(self, template):
+            self.chat_template = template
+
+    base = prompt_policy_sha256(Tok("{{ messages }}"), system=None)
+    assert base == prompt_policy_sha256(Tok("{{ messages }}"), system=None)
+    assert base != prompt_policy_sha256(Tok("{{ messages }}!"), system=None)
+    assert base != prompt_policy_sha256(Tok("{{ messages }}"), system="be brief")
+    assert base != prompt_policy_sha256(Tok(None), system=None)
+    assert base.startswith("sha256:") and len(base) == 7 + 64
 
 
 def test_generate_cli_model_usage_errors(tmp_path):
@@ -275,13 +334,27 @@ def test_generate_and_replay_cli_with_a_model_folder(tiny_model_folder, tmp_path
     trace = tmp_path / "run.jsonl"
     args = ["generate", str(art), "--model", str(tiny_model_folder), "--prompt", "hi"]
     result = runner.invoke(app, [*args, "--max-tokens", "6", "--trace", str(trace), "--json"])
-    assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
+    assert result.exit_code == (0 if doc["completed"] else 4), result.output
     assert doc["steps"] >= 1 and doc["trace"] == str(trace)
     header = json.loads(trace.read_text().splitlines()[0])
     assert (
         header["logits"].startswith("model:hf:tiny:") and "hi" not in header["logits"].split(";")[1]
     )
+    from trgc.integrations.model_logits import prompt_policy_sha256
+    from trgc.integrations.smollm2 import load_hf_tokenizer
+
+    weights = {"model.safetensors": _sha256((tiny_model_folder / "model.safetensors").read_bytes())}
+    text = json.dumps(weights, sort_keys=True, separators=(",", ":"))
+    composition = header["composition"]
+    assert composition["model"] == {
+        "name": header["logits"].split(";")[0].removeprefix("model:"),
+        "weights_sha256": "sha256:" + _sha256(text.encode()),
+    }
+    policy = prompt_policy_sha256(load_hf_tokenizer(tiny_model_folder), system=None)
+    assert composition["prompt_policy_sha256"] == policy
+    assert isinstance(header["timings"]["model_load_us"], int)
+    assert doc["run"]["composition"] == composition
     replayed = runner.invoke(app, ["replay", str(trace), "--json"])
     assert replayed.exit_code == 0 and json.loads(replayed.stdout)["identical"] is True
 
@@ -320,7 +393,7 @@ def test_quality_cli_with_a_model_folder(tiny_model_folder, tmp_path):
     tasks = tmp_path / "tasks.jsonl"
     tasks.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
     out = tmp_path / "q.md"
-    args = ["quality", "--tasks", str(tasks), "--out", str(out), "--model", str(tiny_model_folder)]
+    args = ["quality", "--tasks", str(tasks), "--output", str(out), "--model", str(tiny_model_folder)]
     result = CliRunner().invoke(app, [*args, "--json"])
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)

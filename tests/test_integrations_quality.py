@@ -120,6 +120,7 @@ def experiment(tmp_path_factory):
         model,
         out=tmp / "q.md",
         settings=SamplerSettings(temperature=0.0),
+        plot=False,  # the plot (matplotlib) has its own test
         runs_path=tmp / "runs.jsonl",
     )
     return doc, tmp, model
@@ -180,14 +181,14 @@ def test_identical_runs_are_decoded_once_and_marked_shared(experiment):
     assert doc["facts"]["runs"] == 12
 
 
-def test_report_plot_and_runs_files(experiment):
+def test_report_and_runs_files(experiment):
     doc, tmp, _ = experiment
     text = (tmp / "q.md").read_text(encoding="utf-8")
     assert "135-million" in text and "membership" in text
-    assert "| constrained |" in text and "![intervention vs accuracy](q.png)" in text
+    assert "| constrained |" in text and "q.png" not in text
+    assert not (tmp / "q.png").exists()
     for reply in REPLIES.values():
         assert reply not in text  # no output text in the report
-    assert (tmp / "q.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     runs = [json.loads(x) for x in (tmp / "runs.jsonl").read_text().splitlines()]
     assert len(runs) == 12 and runs[0]["output"] == REPLIES["fenced person"]
     arms = doc["arms"]
@@ -272,3 +273,16 @@ def test_tool_arm_grammar_is_one_line_tinycalc():
         tinycalc.parse(text)
     for text in ["1 +\n2", "1\n\n", "1\n+ 2", "1 + ", "2^3^2", "1.0000000000000000001", ""]:
         assert not trgc.check(art, text.encode()).accepted
+
+
+def test_report_plot(tmp_path):
+    pytest.importorskip("matplotlib", reason="matplotlib (in the hf extra) is not installed")
+    run_experiment(
+        _tasks(tmp_path),
+        ["unconstrained", "constrained"],
+        Scripted(),
+        out=tmp_path / "q.md",
+        settings=SamplerSettings(temperature=0.0),
+    )
+    assert "![intervention vs accuracy](q.png)" in (tmp_path / "q.md").read_text(encoding="utf-8")
+    assert (tmp_path / "q.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

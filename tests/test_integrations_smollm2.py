@@ -26,7 +26,7 @@ from trgc.decode.sampler import SamplerSettings  # noqa: E402
 from trgc.integrations import smollm2  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-PROBE = (ROOT / "tests" / "data" / "probe.txt").read_text(encoding="utf-8")
+PROBE = (ROOT / "src" / "trgc" / "tokenizer" / "probe.txt").read_text(encoding="utf-8")
 SCHEMA_PATH = ROOT / "benchmarks" / "quality" / "schemas" / "person.json"
 PROMPT = "Ada Lovelace, born in 1815, was an English mathematician. Reply with only a JSON object with the keys name, born and occupation."
 

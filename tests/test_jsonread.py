@@ -85,3 +85,55 @@ def test_float_modes():
 
 def test_huge_integer_is_the_callers_code():
     assert error_of("1" + "0" * 5000).code == "E_SCHEMA_JSON"
+
+
+def test_nesting_prescan_is_linear_on_unterminated_strings():
+    """`["\\"\\"\\"...` without a closing quote made the old string-stripping pattern rescan to
+    the end after every escaped quote (a 40 KB input took 12 s, 1 MiB about two hours). Under a
+    CPU ceiling a thousand times what the linear scan needs, a 1 MiB one must finish."""
+    from bounded import run_python
+
+    code = (
+        "from trgc.jsonread import nesting_depth\n"
+        "for raw in (b'[\"' + b'\\\\\"' * 524288, b'[\"' + b'\\\\\"' * 524288 + b'\\\\',"
+        " b'\"' * 1048576, b'[' + b'\"a\\\\\\\\\",' * 131072):\n"
+        "    print(nesting_depth(raw))\n"
+    )
+    outcome = run_python(code, cpu_seconds=20)
+    assert outcome.returncode == 0, outcome.stderr.decode()
+    assert outcome.stdout.split() == [b"1", b"1", b"0", b"1"]
+
+
+def test_unterminated_string_is_refused_after_the_prescan():
+    err = error_of(b'["' + b'\\"' * 20_000)
+    assert err.code == "E_SCHEMA_JSON" and "Unterminated string" in err.message
+    assert nesting_depth(b'["\\"[[[') == 1  # brackets in an unterminated string do not count
+
+
+@pytest.mark.parametrize("number", ["1e400", "-1e400", "123456789e999"])
+def test_numbers_beyond_the_double_range_are_refused(number):
+    err = error_of(f'{{"const": [{number}]}}')
+    assert err.code == "E_SCHEMA_JSON" and "range of a double" in err.message
+    assert read_json(f"[{number}]", floats="decimal", **OPTIONS) == [Decimal(number)]
+    assert read_json("[1e308, 1e-400]", **OPTIONS) == [1e308, 0.0]
+
+
+@pytest.mark.parametrize(
+    ("text", "pointer"),
+    [
+        ('{"const": "\\ud800"}', "/const"),
+        ('{"enum": ["a", "x\\udfff"]}', "/enum/1"),
+        ('{"properties": {"\\udbff": {}}}', "/properties"),
+        ('["\\ud83d"]', "/0"),
+    ],
+)
+def test_lone_surrogate_escapes_are_refused_with_a_pointer(text, pointer):
+    err = error_of(text)
+    assert err.code == "E_SCHEMA_JSON" and "lone surrogate" in err.message
+    assert err.pointer == pointer
+    str(err).encode("utf-8")  # the message itself is printable
+
+
+def test_surrogate_pairs_and_escaped_backslashes_pass():
+    assert read_json('["\\ud83d\\ude00"]', **OPTIONS) == ["\U0001f600"]
+    assert read_json('{"a": "\\\\ud800"}', **OPTIONS) == {"a": "\\ud800"}

@@ -13,7 +13,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "trgc"
 # are the base
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
-    "limits": {"errors"},
+    "limits": {"errors", "atomic"},
     "atomic": {"errors"},
     "jsonread": {"errors", "limits"},
     "grammar": {"errors", "limits", "atomic", "jsonread"},
@@ -31,6 +31,7 @@ ALLOWED: dict[str, set[str]] = {
         "artifact",
         "tokenizer",
     },
+    # decode records the tool registry's implementation hashes in every trace header
     "decode": {
         "errors",
         "limits",
@@ -41,8 +42,10 @@ ALLOWED: dict[str, set[str]] = {
         "artifact",
         "tokenizer",
         "engine",
+        "tools",
     },
     "tools": {"errors", "limits", "atomic", "jsonread"},
+    "torch": {"errors", "limits", "engine"},
     "release": {"errors", "limits", "atomic", "jsonread", "artifact", "compiler"},
     "evaluation": {
         "errors",

@@ -84,6 +84,7 @@ def test_lock_then_verify_is_clean(project):
     )
     assert verified.exit_code == 0, verified.output
     assert json.loads(verified.stdout) == {
+        "lock_file": str(project / "artifacts" / "trgc.lock"),
         "ok": True,
         "checked": ["a", "b"],
         "added": [],

@@ -53,6 +53,7 @@ def do_replay(path: Path, constraint=None):
         VOCAB,
         artifact_sha256=IDENTITY.artifact_sha256,
         tokenizer_sha256=IDENTITY.tokenizer_sha256,
+        compiler=IDENTITY.compiler,
     )
 
 
@@ -215,9 +216,15 @@ def test_logits_sources(tmp_path):
 def test_identity_mismatch_refused(tmp_path):
     path, _ = run(tmp_path)
     trace = read_trace(path)
+    given = {
+        "artifact_sha256": IDENTITY.artifact_sha256,
+        "tokenizer_sha256": IDENTITY.tokenizer_sha256,
+        "compiler": IDENTITY.compiler,
+    }
     for kwargs in (
-        {"artifact_sha256": "sha256:" + "00" * 32, "tokenizer_sha256": IDENTITY.tokenizer_sha256},
-        {"artifact_sha256": IDENTITY.artifact_sha256, "tokenizer_sha256": "sha256:" + "00" * 32},
+        {**given, "artifact_sha256": "sha256:" + "00" * 32},
+        {**given, "tokenizer_sha256": "sha256:" + "00" * 32},
+        {**given, "compiler": "another-compiler"},
     ):
         with pytest.raises(TrgcError) as info:
             replay(trace, FakeConstraint(), VOCAB, **kwargs)

@@ -61,6 +61,8 @@ def test_generate_json_document_and_replay(tmp_path):
     doc = json.loads(result.stdout)
     assert set(doc) == {
         "stop",
+        "claim",
+        "run",
         "completed",
         "accepting",
         "failure_code",
@@ -84,6 +86,7 @@ def test_generate_json_document_and_replay(tmp_path):
         "identical": True,
         "steps": doc["steps"],
         "divergence": None,
+        "informative": {"trgc_version": trgc.__version__},
     }
     result = invoke("replay", trace)
     assert result.exit_code == 0 and "identical" in result.stdout
@@ -197,7 +200,10 @@ def test_generate_failure_stop_exit_2_with_code(tmp_path):
         "--json",
     )
     assert result.exit_code == 2 and error_code(result) == "E_LOGIT_POSITIVE_INFINITY"
-    assert json.loads(result.stdout)["stop"] == "logit_positive_infinity"
+    assert result.stdout == ""  # one document: the error, carrying the result
+    details = json.loads(result.stderr)["error"]["details"]
+    assert details["result"]["stop"] == details["stop"] == "logit_positive_infinity"
+    assert details["result"]["trace"] == str(trace)
     assert invoke("replay", trace).exit_code == 0
     result = invoke("generate", ARTIFACT, "-t", TOKENIZER, "--logits", "normal:3", "--json")
     assert result.exit_code == 2 and error_code(result) == "E_LOGITS_SOURCE"
@@ -280,7 +286,10 @@ def test_ctrl_c_writes_cancellation_record(tmp_path):
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err.decode()
-    assert b"cancelled: completed false" in err
+    assert b"stop: cancelled: generation cancelled with partial raw output" in err
+    header = json.loads(trace.read_text().splitlines()[0])
+    assert f"artifact {header['artifact']['sha256']}, tokenizer ".encode() in err
+    assert b"raw partial bytes 6161" in err
     assert set((b"a" + out).decode()) == {"a"}
     end = json.loads(trace.read_text().splitlines()[-1])
     assert end["stop"] == "cancelled" and end["completed"] is False and end["accepting"] is True

@@ -28,7 +28,7 @@ def test_real_vocabulary_generate_then_replay(tmp_path, name, seed, settings):
 
     table = ROOT / "tokenizers" / f"{name}.trt"
     if not table.exists():
-        pytest.skip(f"{table} not built")
+        pytest.skip(f"the token table is missing: {table}")
     artifact = tmp_path / "json.trga"
     save_artifact(trgc.compile_grammar((ROOT / "grammars" / "json.trg").read_text()), artifact)
     for seed, settings in (

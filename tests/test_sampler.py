@@ -246,3 +246,71 @@ def test_partial_top_prefix_equals_full_stable_sort():
         full = alive[np.argsort(-weights[alive], kind="stable")]
         for m in (1, 3, 17, 256, 1000):
             assert np.array_equal(_top(weights, m), full[:m])
+
+
+class FixedDraws:
+    """A stand-in generator that hands the sampler chosen 53-bit draws, to hit boundaries."""
+
+    def __init__(self, *bits: int) -> None:
+        self.bits = list(bits)
+        self.draws = 0
+
+    def next_bits53(self) -> int:
+        self.draws += 1
+        return self.bits.pop(0)
+
+
+def run_with_draw(logits, allowed, bits, **settings):
+    ids = np.asarray(allowed, dtype=np.int64)
+    return sample(
+        ids,
+        summarize(np.asarray(logits, dtype=np.float64), ids),
+        eos_ids=EOS,
+        accepting=True,
+        settings=SamplerSettings(**settings),
+        counts=np.zeros(V, dtype=np.int64),
+        rng=FixedDraws(bits),
+    )
+
+
+def test_a_draw_exactly_on_a_cumulative_boundary_takes_the_next_token():
+    """Four weights 1.0 (cumulative 1, 2, 3, 4): u * total landing exactly on cumulative[k]
+    belongs to token k + 1 ("the first index whose cumulative weight exceeds u * total")."""
+    logits = [0.0] * V
+    allowed = [1, 2, 3, 4]
+    for k, expected in enumerate(allowed):
+        bits = k * 2**51  # u = k / 4 exactly, so u * total = k = cumulative[k - 1]
+        assert run_with_draw(logits, allowed, bits).token == expected
+    assert run_with_draw(logits, allowed, 2**51 - 1).token == 1  # just below the boundary
+    assert run_with_draw(logits, allowed, 2**53 - 1).token == 4  # the largest draw
+
+
+def test_a_zero_weight_token_is_never_drawn_even_on_its_boundary():
+    """top_k=2 zeroes token 2 (cumulative 1, 1, 2): the draw u * total = 1.0 sits on the
+    boundary shared with the dead token and must go past it to token 3."""
+    logits = [0.0, 1.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0]
+    decision = run_with_draw(logits, [1, 2, 3], 2**52, top_k=2)  # u = 1/2, u * total = 1.0
+    assert decision.candidates == 2
+    assert decision.token == 3
+
+
+def test_min_p_keeps_a_token_whose_weight_equals_the_threshold():
+    """min-p drops weights strictly below min_p: a token exactly at the threshold stays."""
+    from trgc.decode.portable_math import exp_portable_array
+
+    logits = [0.0, 0.0, -1.0, -3.0, 0.0, 0.0, 0.0, 0.0]
+    at = float(exp_portable_array(np.asarray([-1.0]))[0])  # token 2's weight, bit for bit
+    # u * total just below 1 + at: inside token 2's share when token 2 is kept
+    bits = int((1.0 + at * 0.5) / (1.0 + at) * 2**53)
+    decision = run_with_draw(logits, [1, 2, 3], bits, min_p=at)
+    assert decision.candidates == 2
+    assert decision.token == 2
+
+
+def test_min_p_one_keeps_exactly_the_tied_maxima():
+    """min_p = 1 keeps every token of weight 1.0 (the maxima) and nothing else."""
+    logits = [0.0, 2.0, 2.0, 1.9, 0.0, 0.0, 0.0, 0.0]
+    decision = run_with_draw(logits, [1, 2, 3], 2**52 + 1, min_p=1.0)
+    assert decision.stop is None
+    assert decision.candidates == 2
+    assert decision.token == 2

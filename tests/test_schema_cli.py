@@ -49,7 +49,7 @@ def test_compile_detects_a_schema_and_reports_errors(tmp_path):
 SUITE = CORPORA / "json-schema-test-suite"
 
 
-@pytest.mark.skipif(not SUITE.is_dir(), reason="JSON Schema Test Suite corpus not present")
+@pytest.mark.skipif(not SUITE.is_dir(), reason=f"the JSON Schema Test Suite corpus is missing: {SUITE}")
 def test_conformance_ratchet_update_and_regression(tmp_path):
     suite = tmp_path / "suite"
     (suite / "tests" / "draft2020-12").mkdir(parents=True)
@@ -58,6 +58,9 @@ def test_conformance_ratchet_update_and_regression(tmp_path):
             SUITE / "tests" / "draft2020-12" / name, suite / "tests" / "draft2020-12" / name
         )
     baseline = tmp_path / "classification.json"
+    absent = run("conformance", "jsts", str(suite), "--baseline", str(baseline), "--json")
+    assert absent.exit_code == 2 and json.loads(absent.stderr)["error"]["code"] == "E_IO"
+    baseline.write_text('{"cases": {}}')
     first = run("conformance", "jsts", str(suite), "--baseline", str(baseline), "--json")
     assert first.exit_code == 1  # every case is missing from an empty baseline
     assert json.loads(first.stdout)["missing"]
@@ -79,7 +82,7 @@ def test_conformance_ratchet_update_and_regression(tmp_path):
 BENCH = CORPORA / "jsonschemabench"
 
 
-@pytest.mark.skipif(not BENCH.is_dir(), reason="JSONSchemaBench corpus not present")
+@pytest.mark.skipif(not BENCH.is_dir(), reason=f"the JSONSchemaBench corpus is missing: {BENCH}")
 def test_coverage_on_a_small_sample(tmp_path):
     sample = tmp_path / "jsonschemabench"
     (sample / "Glaiveai2K").mkdir(parents=True)

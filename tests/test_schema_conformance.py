@@ -21,7 +21,7 @@ SUITE = CORPORA / "json-schema-test-suite"
 BASELINE = Path(__file__).resolve().parent / "data" / "jsts-classification.json"
 
 pytestmark = pytest.mark.skipif(
-    not SUITE.is_dir(), reason="JSON Schema Test Suite corpus not present"
+    not SUITE.is_dir(), reason=f"the JSON Schema Test Suite corpus is missing: {SUITE}"
 )
 
 

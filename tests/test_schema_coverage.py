@@ -17,7 +17,7 @@ INSTANCES = CORPORA / "jsonschemabench-instances"
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(not BENCH.is_dir(), reason="JSONSchemaBench corpus not present"),
+    pytest.mark.skipif(not BENCH.is_dir(), reason=f"the JSONSchemaBench corpus is missing: {BENCH}"),
 ]
 
 

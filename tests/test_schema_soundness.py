@@ -142,7 +142,7 @@ BENCH = CORPORA / "jsonschemabench"
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not BENCH.is_dir(), reason="JSONSchemaBench corpus not present")
+@pytest.mark.skipif(not BENCH.is_dir(), reason=f"the JSONSchemaBench corpus is missing: {BENCH}")
 @pytest.mark.parametrize(
     "subset", ["Glaiveai2K", "Github_trivial", "Github_easy", "MCPspec", "Kubernetes"]
 )

@@ -18,7 +18,7 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "tokenizers"
 FIXTURES = REPO / "tokenizers"
 SYNTH = FIXTURES / "synthetic"
-PROBE = REPO / "tests" / "data" / "probe.txt"
+PROBE = REPO / "src" / "trgc" / "tokenizer" / "probe.txt"
 
 # name -> path of the source (committed fixture where allowed, else ../shared)
 REAL = {
@@ -43,7 +43,7 @@ SIDECARS = {"gpt2-tiktoken": FIXTURES / "openai-tiktoken" / "special_tokens.json
 def real_path(name: str) -> Path:
     path = REAL[name]
     if not path.exists():
-        pytest.skip(f"{path} is not available")
+        pytest.skip(f"the real vocabulary is missing: {path}")
     return path
 
 

@@ -124,3 +124,22 @@ def test_check_refuses_other_artifacts():
     with pytest.raises(TrgcError) as info:
         check_toolcall(trgc.compile_schema({"type": "object"}), synthetic_table())
     assert info.value.code == "E_USAGE"
+
+
+def test_unconstrained_arguments_on_the_command_line(tmp_path):
+    tools = tmp_path / "tools.json"
+    schema = {"type": "object", "patternProperties": {"^x": {"type": "string"}}}
+    tools.write_text(json.dumps([{"name": "now"}, {"name": "odd", "parameters": schema}]))
+    refused = run(str(tools), "--family", "qwen", "--json")
+    assert refused.exit_code == 2
+    error = json.loads(refused.stderr)["error"]
+    assert error["code"] == "E_UNSUPPORTED_KEYWORD" and "--unconstrained-arguments odd" in error["hint"]
+    args = [str(tools), "--family", "qwen", "--unconstrained-arguments", "odd", "-t", QWEN]
+    result = run(*args, "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["unconstrained_arguments"] == ["odd"]
+    human = run(*args)
+    assert human.exit_code == 0
+    assert "note: the arguments of odd are unconstrained" in human.stderr
+    unknown = run(str(tools), "--family", "qwen", "--unconstrained-arguments", "nope", "--json")
+    assert json.loads(unknown.stderr)["error"]["code"] == "E_TOOLCALL_UNCONSTRAINED"

@@ -194,3 +194,64 @@ def test_identity_does_not_depend_on_the_hash_seed():
         )
         seen.add(out.stdout.strip())
     assert len(seen) == 1 and seen.pop().startswith("sha256:")
+
+
+UNSUPPORTED = {
+    "type": "object",
+    "properties": {"q": {"type": "string", "pattern": "^[a-z]+$"}},
+    "patternProperties": {"^x-": {"type": "string"}},
+}
+
+
+def _tools_with_an_unsupported_schema() -> list:
+    return [
+        {"name": "weather", "parameters": WEATHER},
+        {"name": "search", "parameters": UNSUPPORTED},
+    ]
+
+
+def test_one_unsupported_schema_fails_the_list_and_the_hint_names_the_fallback():
+    with pytest.raises(TrgcError) as info:
+        trgc.compile_toolcall(_tools_with_an_unsupported_schema(), family="qwen")
+    assert info.value.code == "E_UNSUPPORTED_KEYWORD"
+    assert info.value.pointer.startswith("/1/parameters")
+    assert "--unconstrained-arguments search" in info.value.hint
+
+
+def test_unconstrained_arguments_are_any_object_inside_the_envelope_and_recorded():
+    art = trgc.compile_toolcall(
+        _tools_with_an_unsupported_schema(), family="qwen", unconstrained_arguments=("search",)
+    )
+    assert art.metadata["options"]["unconstrained_arguments"] == ["search"]
+    from toolcall_helpers import marker_id, synthetic_table
+
+    table = synthetic_table()
+
+    def run(name: str, arguments: str) -> bool:
+        """Walk the qwen envelope byte by byte (ids 0-255 are the bytes) through a Matcher."""
+        matcher = trgc.Matcher(art, table)
+        body = ("\n" + json.dumps({"name": name}).removesuffix("}") + ', "arguments": ' + arguments + "}\n").encode()
+        for token in [marker_id(table, "<tool_call>"), *body, marker_id(table, "</tool_call>")]:
+            if not matcher.allowed_tokens()[token]:
+                return False
+            matcher.advance(token)
+        return matcher.is_accepting()
+
+    assert run("search", '{"anything": [1, {"q": null}], "x-y": true}')
+    assert run("search", "{}")
+    assert not run("search", "[]")  # still a JSON object
+    assert not run("search", '{"a": 1')  # and still complete
+    assert run("weather", '{"city": "Oslo"}')
+    assert not run("weather", '{"city": 1}')  # the other tools stay constrained
+    assert not run("weather", '{"town": "Oslo"}')
+
+
+def test_unconstrained_arguments_change_the_identity_and_unknown_names_are_refused():
+    tools = [{"name": "weather", "parameters": WEATHER}]
+    plain = trgc.compile_toolcall(tools, family="qwen")
+    assert "unconstrained_arguments" not in plain.metadata["options"]
+    free = trgc.compile_toolcall(tools, family="qwen", unconstrained_arguments=("weather",))
+    assert free.sha256 != plain.sha256
+    assert code_of(tools, family="qwen", unconstrained_arguments=("nope",)) == (
+        "E_TOOLCALL_UNCONSTRAINED"
+    )

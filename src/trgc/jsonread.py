@@ -1,17 +1,20 @@
 """Strict JSON reading, shared by every layer that parses JSON a user hands in.
 
 `json.loads` alone accepts too much and fails too late: its C decoder recurses once per
-nesting level, keeps the last of repeated object keys (RFC 8259 leaves them unpredictable)
-and reads NaN/Infinity, which are not JSON. `read_json` checks the size and then the nesting
-depth before parsing (the pre-scan does not recurse), requires UTF-8, refuses repeated keys and
-those constants, and reports each failure as a `TrgcError` under the caller's own code, with
-line, column and byte offset where they are known.
+nesting level, keeps the last of repeated object keys (RFC 8259 leaves them unpredictable),
+reads NaN/Infinity, which are not JSON, turns `1e400` into an infinite float and `"\\ud800"`
+into a string no UTF-8 encoder accepts. `read_json` checks the size and then the nesting depth
+before parsing (the pre-scan does not recurse and runs in linear time on any input), requires
+UTF-8, refuses repeated keys, those constants, numbers beyond the float range and lone
+surrogates, and reports each failure as a `TrgcError` under the caller's own code, with line,
+column and byte offset (or a JSON pointer) where they are known.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+import math
 import re
 from decimal import Decimal
 from typing import Literal
@@ -21,11 +24,17 @@ from trgc.limits import check_limit
 
 Floats = Literal["float", "decimal", "reject"]
 
-_STRING = rb'"[^"\\]*(?:\\.[^"\\]*)*"'
+# A string literal, or an unterminated one running to the end of the input. The possessive
+# quantifiers (`*+`) and the end-of-input alternative make every match either end at its closing
+# quote or consume the rest, so no starting position is ever rescanned: linear time even for
+# `["\"\"\"...` without a closing quote (a backtracking pattern is quadratic there).
+_STRING = rb'"[^"\\]*+(?:\\.[^"\\]*+)*+(?:"|\\?\Z)'
 _STRINGS = re.compile(_STRING, re.DOTALL)
 _BRACKETS_OUTSIDE_STRINGS = re.compile(_STRING + rb"|[\[\]{}]", re.DOTALL)
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 _STEP = tuple(1 if b in b"[{" else -1 for b in range(256))  # only brackets are looked up
+# `\uD800`-`\uDFFF` escapes: only a document holding one can decode to a lone surrogate
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
 class _Refused(Exception):
@@ -98,7 +107,15 @@ def _hooks(code: str, what: str, duplicate_code: str, floats: Floats) -> dict:
             code, f"{what} contains the non-integer number {text!r} (only integers are allowed)"
         )
 
-    hooks: dict = {"object_pairs_hook": pairs, "parse_constant": constant}
+    def finite(text: str) -> float:
+        value = float(text)
+        if math.isinf(value):
+            raise _Refused(
+                code, f"{what} contains the number {text[:40]!r}, beyond the range of a double"
+            )
+        return value
+
+    hooks: dict = {"object_pairs_hook": pairs, "parse_constant": constant, "parse_float": finite}
     if floats == "decimal":
         hooks["parse_float"] = Decimal
     elif floats == "reject":
@@ -114,13 +131,15 @@ def read_json(
     max_bytes: int,
     max_depth: int,
     duplicate_code: str | None = None,
+    surrogate_code: str | None = None,
     floats: Floats = "float",
     source: str | None = None,
 ) -> object:
     """Parse one strict JSON document.
 
     `code` is the caller's error code for malformed input, `duplicate_code` (default `code`)
-    the one for a repeated object key, `what` names the document in messages ("the schema").
+    the one for a repeated object key, `surrogate_code` (default `code`) the one for a string
+    holding a lone surrogate escape, `what` names the document in messages ("the schema").
     Size and nesting are checked first (`E_LIMIT_INPUT_BYTES`, `E_LIMIT_NESTING`). Numbers with
     a fraction or exponent become `float`, `Decimal`, or are refused (`floats="reject"`). A
     `str` is encoded as UTF-8 first, so lone surrogates in it are refused as invalid UTF-8.
@@ -142,7 +161,7 @@ def read_json(
         ) from None
     _check_nesting(raw, max_depth, what, source)
     try:
-        return json.loads(text, **_hooks(code, what, duplicate_code or code, floats))
+        value = json.loads(text, **_hooks(code, what, duplicate_code or code, floats))
     except _Refused as exc:
         raise TrgcError(exc.code, exc.message, hint=exc.hint, source=source) from None
     except json.JSONDecodeError as exc:
@@ -158,4 +177,42 @@ def read_json(
     except RecursionError:  # only with a max_depth above what the interpreter's stack holds
         raise TrgcError(
             "E_LIMIT_NESTING", f"{what} nests deeper than the JSON decoder can read", source=source
+        ) from None
+    if _SURROGATE_ESCAPE.search(raw):
+        _refuse_lone_surrogates(value, surrogate_code or code, what, source)
+    return value
+
+
+def _refuse_lone_surrogates(value: object, code: str, what: str, source: str | None) -> None:
+    """Raise `code` with the JSON pointer of a string (or member name) holding a lone surrogate.
+
+    An escaped surrogate pair decodes to one scalar value and passes; a lone `\\uD800` escape is
+    well-formed JSON text but names no Unicode scalar, so no UTF-8 consumer can represent it."""
+    stack: list[tuple[object, str]] = [(value, "")]
+    while stack:
+        item, pointer = stack.pop()
+        if isinstance(item, str):
+            _require_scalars(item, pointer, "a string", code, what, source)
+        elif isinstance(item, list):
+            stack.extend((element, f"{pointer}/{i}") for i, element in enumerate(item))
+        elif isinstance(item, dict):
+            for key, element in item.items():
+                _require_scalars(key, pointer, "a member name", code, what, source)
+                token = key.replace("~", "~0").replace("/", "~1")
+                stack.append((element, f"{pointer}/{token}"))
+
+
+def _require_scalars(
+    text: str, pointer: str, holder: str, code: str, what: str, source: str | None
+) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise TrgcError(
+            code,
+            f"{what} holds the lone surrogate \\u{ord(text[exc.start]):04x} in {holder}, which is "
+            "not a Unicode scalar value",
+            pointer=pointer,
+            source=source,
+            hint="a character outside the BMP is written as an escaped surrogate pair",
         ) from None

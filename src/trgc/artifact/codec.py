@@ -17,9 +17,9 @@ from pathlib import Path
 import numpy as np
 
 from trgc.artifact.model import MAX_BOUND, REPEAT, RULE, Artifact, Machine
-from trgc.atomic import atomic_write, read_bytes
+from trgc.atomic import atomic_write
 from trgc.errors import TrgcError
-from trgc.limits import DEFAULT_LIMITS, LIMIT_NAMES, Limits, check_limit
+from trgc.limits import DEFAULT_LIMITS, LIMIT_NAMES, Limits, check_limit, read_file
 
 MAGIC = b"TRGA"
 FORMAT_VERSION = 2
@@ -666,7 +666,7 @@ def load_artifact(
     """Read and fully validate an artifact file; with `expect`, also require that identity
     (`E_ARTIFACT_IDENTITY`)."""
     limits = limits or DEFAULT_LIMITS
-    blob = read_bytes(path)
+    blob = read_file(path, "artifact", limits)
     try:
         artifact = from_canonical(decompress(blob, limits=limits), limits=limits)
     except TrgcError as error:

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -14,28 +13,13 @@ from trgc.cli.common import (
     LimitOption,
     LimitsFileOption,
     print_json,
+    print_table,
+    read_input,
+    refuse_overwriting_inputs,
     reporting_errors,
     stdout_console,
 )
 from trgc.errors import EXIT_DIFFERENT, EXIT_OK
-
-
-def _read_input(path: str, max_bytes: int) -> bytes:
-    """The bytes of a file or of standard input (`-`), refusing more than `max_bytes`
-    (`E_LIMIT_INPUT_BYTES`) without reading past the limit."""
-    from trgc.atomic import read_bytes
-    from trgc.errors import TrgcError
-
-    if path != "-":
-        return read_bytes(path, max_bytes)
-    data = sys.stdin.buffer.read(max_bytes + 1)
-    if len(data) > max_bytes:
-        raise TrgcError(
-            "E_LIMIT_INPUT_BYTES",
-            f"standard input holds more than the input_bytes limit of {max_bytes:,} bytes",
-            hint="raise it with --limit input_bytes=N if this is intended",
-        )
-    return data
 
 
 @reporting_errors
@@ -102,8 +86,9 @@ def compile_command(
     from trgc.compiler.sources import compile_source
     from trgc.limits import resolve_limits
 
+    refuse_overwriting_inputs({"--output": output}, [src, limits_file])
     limits = resolve_limits(limit, limits_file)
-    data = _read_input(src, limits.input_bytes)
+    data = read_input(src, limits.input_bytes, "the source")
     artifact = compile_source(
         data,
         source="<stdin>" if src == "-" else src,
@@ -206,7 +191,7 @@ def inspect_command(
             f"{m['transitions']:,}",
             f"{m['calls']:,}",
         )
-    console.print(machines)
+    print_table(machines, console)
     if classes:
         table = Table(title="byte classes", title_justify="left")
         table.add_column("class", justify="right")
@@ -215,7 +200,7 @@ def inspect_command(
             table.add_row(
                 str(index), describe_bytes(tuple(b for lo, hi in spans for b in range(lo, hi + 1)))
             )
-        console.print(table)
+        print_table(table, console)
 
 
 def _compiler_text(compiler: object) -> str:
@@ -343,7 +328,7 @@ def check_command(
 
     limits = resolve_limits(limit, limits_file)
     artifact = load_artifact(artifact_path)
-    data = _read_input(input_path, limits.input_bytes)
+    data = read_input(input_path, limits.input_bytes, "the checked input")
     result = check(artifact, data, prefix=prefix)
     if as_json:
         document = result.to_dict()

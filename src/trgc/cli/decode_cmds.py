@@ -14,6 +14,8 @@ import typer
 from trgc.cli.common import (
     JsonOption,
     print_json,
+    print_table,
+    refuse_overwriting_inputs,
     reporting_errors,
     stderr_console,
     stdout_console,
@@ -29,7 +31,49 @@ trace_app = typer.Typer(
 )
 
 
+class _Progress:
+    """Progress of `generate` on stderr, only when stderr is a terminal and --json is off:
+    the phase before the first step (model loading can take a while), then a token counter
+    when stdout is not a terminal (on a terminal the streamed text itself shows progress)."""
+
+    def __init__(self, as_json: bool, max_tokens: int) -> None:
+        self.bar = None
+        if as_json or not sys.stderr.isatty():
+            return
+        from rich.progress import Progress, SpinnerColumn, TextColumn
+
+        self.show_tokens = not sys.stdout.isatty()
+        self.bar = Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            TextColumn("{task.completed}/{task.total} steps" if self.show_tokens else ""),
+            transient=True,
+            console=stderr_console(),
+        )
+        self.task = self.bar.add_task("loading", total=max_tokens)
+        self.bar.start()
+
+    def phase(self, text: str) -> None:
+        if self.bar is None:
+            return
+        if text == "generating" and not self.show_tokens:
+            self.stop()
+            return
+        self.bar.update(self.task, description=text)
+
+    def step(self, done: int) -> None:
+        if self.bar is not None:
+            self.bar.update(self.task, description="generating", completed=done)
+
+    def stop(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+            self.bar = None
+
+
 def _result_document(result) -> dict:
+    from trgc.decode.generate import run_identity
+
     end = result.end
     try:
         text = result.output.decode("utf-8")
@@ -37,6 +81,8 @@ def _result_document(result) -> dict:
         text = None
     return {
         "stop": end["stop"],
+        "claim": result.claim.to_dict(),
+        "run": run_identity(result.header),
         "completed": end["completed"],
         "accepting": end["accepting"],
         "failure_code": end["failure_code"],
@@ -47,7 +93,7 @@ def _result_document(result) -> dict:
         "intervention": end["intervention"],
         "output_hex": result.output.hex(),
         "output_utf8": text,
-        "output_sha256": end["output_sha256"],
+        "output_sha256": "sha256:" + end["output_sha256"],
         "trace": None if result.trace_path is None else str(result.trace_path),
     }
 
@@ -153,7 +199,9 @@ def generate_command(
     max_tokens: Annotated[
         int,
         typer.Option(
-            "--max-tokens", min=1, help="Stop after this many steps (stop reason max_tokens)."
+            "--max-tokens",
+            min=1,
+            help="Stop after this many steps (stop reason max_tokens, exit status 4: the output is incomplete).",
         ),
     ] = 256,
     seed: Annotated[
@@ -172,15 +220,22 @@ def generate_command(
     """Generate under a compiled constraint with the normative sampler, streaming only complete
     UTF-8 scalars to stdout. Logits come from a stand-in (--logits) or a real model (--model
     with --prompt); with a model the trace records the model's verified token table and the
-    sidecar its logits, so trgc replay needs neither the model nor torch. Ctrl-C stops at the next step boundary: the trace gets a
-    cancellation record (raw partial bytes, configuration, completed false) and the exit status
-    is 130; nothing is ever closed or repaired. A failure stop (constraint_empty_set,
-    sampling_failure, logit_positive_infinity) is reported with its error code (exit 2) after
-    the trace is written."""
-    from trgc.decode.sampler import FAILURE_CODES, STOP_CANCELLED, SamplerSettings
+    sidecar its logits, so trgc replay needs neither the model nor torch. The run ends with a
+    claim that says exactly what is guaranteed (e.g. "JSON complete and profile-valid",
+    "generation cancelled with partial raw output"), printed on stderr and in --json. Exit
+    status: 0 completed; 4 stopped at --max-tokens (the output is incomplete); 130 cancelled
+    (Ctrl-C stops at the next step boundary: the trace gets a cancellation record with the raw
+    partial bytes, the configuration and completed false; nothing is ever closed or repaired);
+    2 a failure stop (constraint_empty_set, sampling_failure, logit_positive_infinity), reported
+    with its error code, the artifact and tokenizer identities and the configuration after the
+    trace is written (with --json that error is the only document, its details.result holding
+    what the result document would); 141 stdout closed by its reader (like any error, it leaves
+    no trace). Progress (model loading, tokens) is shown on stderr when it is a terminal."""
+    from trgc.decode.generate import run_details
+    from trgc.decode.sampler import FAILURE_CODES, STOP_CANCELLED, STOP_MAX_TOKENS, SamplerSettings
     from trgc.decode.session import generate_file
     from trgc.decode.stream import Utf8Stream
-    from trgc.errors import TrgcError
+    from trgc.errors import EXIT_INCOMPLETE, TrgcError
 
     settings = SamplerSettings(
         temperature=temperature,
@@ -200,7 +255,16 @@ def generate_command(
             sys.stdout.write(text)
             sys.stdout.flush()
 
-    if trace is not None and not trace.parent.is_dir():
+    if trace is not None:
+        from trgc.decode.generate import sidecar_path_for
+
+        given = [artifact_path, tokenizer_path]
+        if logits is not None and logits.startswith("npy:"):
+            given.append(logits.removeprefix("npy:"))
+        refuse_overwriting_inputs(
+            {"--trace": trace, "the trace's sidecar": sidecar_path_for(trace)}, given
+        )
+    if trace is not None and not os.path.isdir(trace.parent):
         raise TrgcError(
             "E_IO",
             "the trace's directory does not exist",
@@ -208,12 +272,14 @@ def generate_command(
             hint="create it first; nothing was generated",
         )
     interrupted = threading.Event()
+    progress = _Progress(as_json, max_tokens)
     run = {
         "settings": settings,
         "seed": seed,
         "max_tokens": max_tokens,
         "trace_path": trace,
         "on_bytes": None if as_json else show,
+        "on_step": progress.step,
         "cancelled": interrupted.is_set,
     }
     previous = None
@@ -228,45 +294,65 @@ def generate_command(
             os.environ.setdefault("TQDM_DISABLE", "1")  # model loaders' progress bars
 
             result = generate_with_model(
-                artifact_path, model, prompt, system=system, tokenizer_path=tokenizer_path, **run
+                artifact_path,
+                model,
+                prompt,
+                system=system,
+                tokenizer_path=tokenizer_path,
+                on_phase=progress.phase,
+                **run,
             )
         else:
             if tokenizer_path is None or prompt is not None or system is not None:
                 raise TrgcError(
                     "E_USAGE", "without --model, give --tokenizer (and no --prompt/--system)"
                 )
+            progress.phase("generating")
             result = generate_file(
                 artifact_path, tokenizer_path, logits=logits or "random:0", **run
             )
     finally:
+        progress.stop()
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
     document = _result_document(result)
-    if as_json:
+    failed = result.stop in FAILURE_CODES
+    if as_json and not failed:  # on a failure the error document below is the only one
         print_json(document)
-    else:
+    elif not as_json:
         if sys.stdout.isatty():
             sys.stdout.write("\n")
         err = stderr_console()
-        state = "completed" if result.completed else "not completed"
         err.print(
-            f"stop: {result.stop} ({state}), {document['steps']} steps"
+            f"stop: {result.stop}: {result.claim.label}, {document['steps']} steps"
             + (f", trace {trace}" if trace else ""),
             markup=False,
         )
-        if result.stop == STOP_CANCELLED:
+        if not result.completed:
+            identity = document["run"]
             err.print(
-                f"cancelled: completed false, configuration {document['config']}, raw partial bytes {document['output_hex']}",
+                f"artifact {identity['artifact']['sha256']}, tokenizer "
+                f"{identity['tokenizer']['sha256']}, configuration {document['config']}, "
+                f"raw partial bytes {document['output_hex'] or '(none)'}",
                 markup=False,
             )
     if result.stop == STOP_CANCELLED:
         raise typer.Exit(EXIT_CANCELLED)
-    if result.stop in FAILURE_CODES:
+    if failed:
         raise TrgcError(
             FAILURE_CODES[result.stop],
             f"decoding stopped with {result.stop} at step {document['steps'] - 1}",
-            details={"stop": result.stop, "config": document["config"]},
+            details={
+                "stop": result.stop,
+                "claim": document["claim"],
+                "output_hex": document["output_hex"],
+                "config": document["config"],
+                "run": run_details(result.header, document["steps"] - 1, document["config"]),
+                "result": document,
+            },
         )
+    if result.stop == STOP_MAX_TOKENS:
+        raise typer.Exit(EXIT_INCOMPLETE)
 
 
 @reporting_errors
@@ -309,6 +395,9 @@ def replay_command(
         )
     else:
         stdout_console().print(f"divergence at {report.divergence}", markup=False)
+    if not as_json and report.informative:
+        shown = ", ".join(f"{k} {v}" for k, v in sorted(report.informative.items()))
+        stderr_console().print(f"informative, not compared: {shown}", markup=False)
     if not report.identical:
         raise typer.Exit(1)
 
@@ -351,7 +440,9 @@ def stats_command(
         + f" over {document['intervention']['steps']} steps",
         markup=False,
     )
-    table = Table("distribution", "count", "min", "p50", "p90", "p99", "max", "mean")
+    table = Table("distribution")
+    for column in ("count", "min", "p50", "p90", "p99", "max", "mean"):
+        table.add_column(column, justify="right")
     for name in ("allowed_set_size", "mask_us", "sample_us", "chosen_rank"):
         d = document[name]
         cells = [
@@ -359,7 +450,7 @@ def stats_command(
             for k in ("min", "p50", "p90", "p99", "max", "mean")
         ]
         table.add_row(name, str(d["count"]), *cells)
-    console.print(table)
+    print_table(table, console)
 
 
 def register(app: typer.Typer) -> None:

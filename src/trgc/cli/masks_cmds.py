@@ -14,6 +14,7 @@ from trgc.cli.common import (
     LimitOption,
     LimitsFileOption,
     print_json,
+    refuse_overwriting_inputs,
     reporting_errors,
     stderr_console,
     stdout_console,
@@ -63,6 +64,7 @@ def precompute_command(
     from trgc.limits import resolve_limits
     from trgc.tokenizer.load import load_tokenizer
 
+    refuse_overwriting_inputs({"--output": output}, [artifact_path, tokenizer_path, limits_file])
     limits = resolve_limits(limit, limits_file)
     artifact = load_artifact(artifact_path, limits=limits)
     tokenizer = load_tokenizer(tokenizer_path)

@@ -30,7 +30,7 @@ def quality_command(
     out: Annotated[
         Path,
         typer.Option(
-            "--out",
+            "--output",
             "-o",
             metavar="FILE",
             help="Markdown report to write; the plot goes beside it with the suffix .png.",

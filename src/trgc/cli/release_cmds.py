@@ -12,6 +12,7 @@ from trgc.cli.common import (
     LimitOption,
     LimitsFileOption,
     print_json,
+    refuse_overwriting_inputs,
     reporting_errors,
     stdout_console,
 )
@@ -47,6 +48,10 @@ def lock_command(
     from trgc.limits import resolve_limits
     from trgc.release.lockfile import lock
 
+    out_dir = artifacts_dir or lock_path.parent
+    outputs: dict[str, Path | None] = {"--lock": lock_path}
+    outputs |= {f"the artifact of {s}": out_dir / f"{s.stem}.trga" for s in sources}
+    refuse_overwriting_inputs(outputs, [*sources, limits_file])
     result = lock(
         sources, lock_path, artifacts_dir=artifacts_dir, limits=resolve_limits(limit, limits_file)
     )
@@ -70,17 +75,25 @@ def verify_command(
         ),
     ] = None,
     lock_path: Annotated[
-        Path, typer.Option("--lock", metavar="FILE", help="The lock file to verify.")
-    ] = Path("trgc.lock"),
+        Path | None,
+        typer.Option(
+            "--lock",
+            metavar="FILE",
+            help="The lock file to verify (default: trgc.lock or artifacts/trgc.lock in the "
+            "current directory or the nearest parent that has one).",
+        ),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Recompile every locked source and compare hashes with the lock and the committed
     artifacts. Exit 0 when everything matches, 1 listing every added, removed and changed entry."""
-    from trgc.release.lockfile import verify
+    from trgc.release.lockfile import find_lock, verify
 
+    if lock_path is None:
+        lock_path = find_lock()
     report = verify(lock_path, sources or None)
     if as_json:
-        print_json(report.to_dict())
+        print_json({"lock_file": str(lock_path), **report.to_dict()})
     else:
         console = stdout_console()
         for name in report.added:

@@ -12,6 +12,7 @@ import typer
 from trgc.cli.common import (
     JsonOption,
     print_json,
+    print_table,
     reporting_errors,
     stderr_console,
     stdout_console,
@@ -61,7 +62,7 @@ def keywords_command(as_json: JsonOption = False) -> None:
         table.add_column(column)
     for k in KEYWORDS:
         table.add_row(k.name, k.status, k.applies_to, k.note)
-    stdout_console().print(table)
+    print_table(table)
 
 
 @reporting_errors
@@ -79,7 +80,8 @@ def jsts_command(
         typer.Option(
             "--baseline",
             metavar="FILE",
-            help="The committed classification every case is compared with.",
+            help="The committed classification every case is compared with (a missing file is "
+            "an error unless --update creates it).",
         ),
     ] = Path("tests/data/jsts-classification.json"),
     update: Annotated[
@@ -107,13 +109,17 @@ def jsts_command(
         run_suite,
         summary,
     )
+    from trgc.limits import read_file
 
+    committed = load_baseline(baseline, missing_ok=update)  # before the long run
     results = run_suite(path, separators=separators)
-    ratchet = compare(results, load_baseline(baseline))
+    ratchet = compare(results, committed)
     info = summary(results)
     revision_file = path / "REVISION"
     revision = (
-        revision_file.read_text(encoding="utf-8").strip() if revision_file.is_file() else None
+        read_file(revision_file, "benchmark").decode("utf-8", "replace").strip()
+        if revision_file.is_file()
+        else None
     )
     wrote = False
     if update and not ratchet.failures:
@@ -281,7 +287,7 @@ def coverage_command(
                 top,
             )
         console = stdout_console()
-        console.print(table)
+        print_table(table, console)
         t = doc["total"]
         console.print(
             f"total {t['compiled']}/{t['schemas']} compiled, {t['passing']} passing, {t['wrongly_accepted']} invalid "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -11,6 +12,8 @@ import typer
 from trgc.cli.common import (
     JsonOption,
     print_json,
+    print_table,
+    refuse_overwriting_inputs,
     reporting_errors,
     stderr_console,
     stdout_console,
@@ -33,6 +36,14 @@ EOS_HELP = "Use this EOS/EOG id instead of the configured ones (repeat for sever
 SPECIALS_HELP = (
     "Special-token sidecar for a tiktoken rank file (default: special_tokens.json beside it)."
 )
+
+
+def _source_files(source: Path, specials: Path | None) -> list[Path | None]:
+    """The files a build reads: the source (or every file of a source folder) and --specials."""
+    files: list[Path | None] = [source, specials]
+    if os.path.isdir(source):
+        files.extend(path for path in sorted(source.iterdir()) if os.path.isfile(path))
+    return files
 
 
 def _build(source: Path, eos: list[int] | None, vocab_size: int | None, specials: Path | None):
@@ -74,6 +85,7 @@ def build_command(
     tokens have no bytes and are matched by name; added tokens that are not special keep their
     bytes. Duplicate byte sequences, tokens that are not valid UTF-8 alone and empty tokens are
     reported. An unknown or ambiguous layout is an error naming what is missing, never a guess."""
+    refuse_overwriting_inputs({"--output": output}, _source_files(source, specials))
     table = _build(source, eos, vocab_size, specials)
     if output is not None:
         table.save(output)
@@ -155,7 +167,7 @@ def _render_inspect(info: dict) -> None:
     for kind in info["counts"]:
         counts.add_column(kind, justify="right")
     counts.add_row(*(f"{v:,}" for v in info["counts"].values()))
-    console.print(counts)
+    print_table(counts, console)
     eos = ", ".join(f"{e['id']} {e['name'] or e['bytes']}" for e in info["eos"]) or "none"
     console.print(f"EOS/EOG: {eos}  ({meta.get('eos_source')})", markup=False)
     specials = list(info["special_tokens"].items())
@@ -194,14 +206,16 @@ def _render_inspect(info: dict) -> None:
 def verify_command(
     source: Annotated[Path, typer.Argument(metavar="SOURCE", help=SOURCE_HELP)],
     probe: Annotated[
-        Path,
+        Path | None,
         typer.Option(
             "--probe",
             "-p",
             metavar="FILE",
-            help="Probe corpus (UTF-8); each line is a document, and the whole file one more.",
+            help="Probe corpus (UTF-8); each line is a document, and the whole file one more. "
+            "Default: the corpus shipped with trgc (ASCII, code, JSON, tool-call tags, CJK, "
+            "emoji, combining marks, other scripts, whitespace runs).",
         ),
-    ] = Path("tests/data/probe.txt"),
+    ] = None,
     table_path: Annotated[
         Path | None,
         typer.Option(
@@ -219,21 +233,24 @@ def verify_command(
     """Check the token table against an independent implementation (tokenizers, tiktoken or
     sentencepiece reading the original files): encode every probe document, concatenate the
     table's bytes for the ids, compare with the text. Also compares vocabulary size, special
-    ids and, for tiktoken and SentencePiece, every token's bytes. Exit 1 on any mismatch."""
+    ids and every token's bytes with what the library yields for that id (for tokenizer.json:
+    its vocabulary string through the library's byte alphabet or decoder), and reports the
+    count. Exit 1 on any mismatch."""
     from trgc.errors import TrgcError
+    from trgc.limits import read_file
     from trgc.tokenizer.load import load_tokenizer
-    from trgc.tokenizer.verify import verify_table
+    from trgc.tokenizer.verify import default_probe, verify_table
 
-    try:
-        text = probe.read_bytes().decode("utf-8")
-    except OSError as exc:
-        raise TrgcError(
-            "E_IO", f"cannot read probe corpus: {exc.strerror}", source=str(probe)
-        ) from None
-    except UnicodeDecodeError as exc:
-        raise TrgcError(
-            "E_USAGE", f"probe corpus is not UTF-8 at byte {exc.start}", source=str(probe)
-        ) from None
+    if probe is None:
+        text, probe_name = default_probe()
+    else:
+        probe_name = str(probe)
+        try:
+            text = read_file(probe, "probe").decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise TrgcError(
+                "E_USAGE", f"probe corpus is not UTF-8 at byte {exc.start}", source=str(probe)
+            ) from None
     table = (
         load_tokenizer(table_path)
         if table_path is not None
@@ -243,7 +260,7 @@ def verify_command(
         lambda progress: verify_table(source, table, text, specials=specials, progress=progress),
         as_json,
     )
-    doc = {"sha256": table.sha256, "source": str(source), "probe": str(probe), **report.to_dict()}
+    doc = {"sha256": table.sha256, "source": str(source), "probe": probe_name, **report.to_dict()}
     if as_json:
         print_json(doc)
     else:
@@ -272,6 +289,11 @@ def _render_verify(doc: dict) -> None:
     console.print(
         f"{status} {doc['sha256']} vs {doc['implementation']}: {doc['documents']} documents, {doc['tokens']:,} tokens, "
         f"{doc['normalized_documents']} changed by normalisation, {doc['checked_token_bytes']:,} token byte strings compared"
+        + (
+            f" ({doc['inferred_token_bytes']:,} through the 13 bytes no library call yields alone)"
+            if doc["inferred_token_bytes"]
+            else ""
+        )
     )
     for problem in doc["problems"]:
         console.print(f"  problem: {problem}", markup=False)

@@ -4,7 +4,6 @@ one model family, and optionally check it against a tokenizer (a thin shell over
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -15,7 +14,11 @@ from trgc.cli.common import (
     LimitOption,
     LimitsFileOption,
     print_json,
+    print_table,
+    read_input,
+    refuse_overwriting_inputs,
     reporting_errors,
+    stderr_console,
     stdout_console,
 )
 from trgc.errors import EXIT_DIFFERENT, TrgcError
@@ -72,6 +75,7 @@ def toolcall_command(
         Path | None,
         typer.Option(
             "--tokenizer",
+            "-t",
             metavar="T",
             help="A token table (.trt) or tokenizer folder to bind the artifact to; fails with "
             "E_SPECIAL_TOKEN_MISSING if an envelope marker is not in its vocabulary.",
@@ -87,6 +91,16 @@ def toolcall_command(
             "required). Exit status 1 if a check fails.",
         ),
     ] = False,
+    unconstrained_arguments: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--unconstrained-arguments",
+            metavar="NAME",
+            help="Leave this tool's arguments unconstrained: any JSON object inside the envelope "
+            "instead of its schema (repeatable). For a schema outside trj-1, which is otherwise an "
+            "error for the whole list; recorded in the artifact and reported, never silent.",
+        ),
+    ] = None,
     limit: LimitOption = None,
     limits_file: LimitsFileOption = None,
     as_json: JsonOption = False,
@@ -101,16 +115,17 @@ def toolcall_command(
     limit was exceeded.
     """
     from trgc.artifact.codec import compress, encode
-    from trgc.atomic import atomic_write, read_bytes
+    from trgc.atomic import atomic_write
     from trgc.compiler.toolcall import compile_toolcall
     from trgc.grammar.toolcall import load_tool_json, parse_tools
     from trgc.limits import resolve_limits
 
     if check and tokenizer is None:
         raise TrgcError("E_USAGE", "--check needs --tokenizer")
+    refuse_overwriting_inputs({"--output": output}, [tools, tokenizer, limits_file])
     limits = resolve_limits(limit, limits_file)
     source = "<stdin>" if tools == "-" else tools
-    data = sys.stdin.buffer.read() if tools == "-" else read_bytes(tools)
+    data = read_input(tools, limits.input_bytes, "the tool list")
     try:
         value = load_tool_json(data, limits)
     except TrgcError as error:
@@ -123,6 +138,7 @@ def toolcall_command(
         open_objects=open_objects,
         limits=limits,
         source=source,
+        unconstrained_arguments=tuple(unconstrained_arguments or ()),
     )
     parsed = parse_tools(value, limits)
     file_bytes = compress(encode(artifact))
@@ -140,12 +156,21 @@ def toolcall_command(
         else:
             Matcher(artifact, table)
     options = artifact.metadata["options"]
+    free = options.get("unconstrained_arguments", [])
+    if free and not as_json:
+        stderr_console().print(
+            "note: the arguments of "
+            + ", ".join(free)
+            + " are unconstrained (any JSON object, not checked against their schemas)",
+            markup=False,
+        )
     if as_json:
         document = {
             "sha256": artifact.sha256,
             "source": source,
             "family": options["family"],
             "tools": options["tools"],
+            "unconstrained_arguments": free,
             "markers": options["markers"],
             "output": None if output is None else str(output),
             "size": len(file_bytes),
@@ -194,7 +219,7 @@ def _render(report) -> None:
                 str(t["merged_empty_object_allowed"]),
                 str(t["merged_brace_quote_allowed"]),
             )
-        console.print(table)
+        print_table(table, console)
     for problem in report.problems:
         console.print(f"problem: {problem['message']}", markup=False)
     console.print("check: ok" if report.ok else "check: FAILED", markup=False)

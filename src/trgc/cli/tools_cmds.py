@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -12,15 +11,12 @@ import typer
 from trgc.cli.common import (
     JsonOption,
     print_json,
+    read_input,
+    read_stdin,
     reporting_errors,
     stdout_console,
 )
 from trgc.errors import exit_status
-
-
-def _read_stdin(limit: int) -> bytes:
-    """At most `limit + 1` bytes of stdin: enough to detect an over-long input without holding it."""
-    return sys.stdin.buffer.read(limit + 1)
 
 
 @reporting_errors
@@ -52,7 +48,7 @@ def calc_command(
 
     # the argument's original bytes (argv that is not UTF-8 arrives surrogate-escaped)
     if expression == "-":
-        text = _read_stdin(tinycalc.DEFAULT_CALC_LIMITS.input_bytes)
+        text = read_stdin(tinycalc.DEFAULT_CALC_LIMITS.input_bytes)
     else:
         text = os.fsencode(expression)
     if as_json:
@@ -63,19 +59,6 @@ def calc_command(
         return
     result = tinycalc.evaluate(text)
     stdout_console().print(result.value, markup=False)
-
-
-def _read_file(path: Path, limit: int) -> bytes:
-    """The bytes of `path` ('-' = stdin), refusing more than `limit` before reading them all."""
-    from trgc.errors import TrgcError
-
-    if str(path) == "-":
-        return _read_stdin(limit)
-    try:
-        with path.open("rb") as handle:
-            return handle.read(limit + 1)
-    except OSError as exc:
-        raise TrgcError("E_IO", f"cannot read {path}: {exc.strerror}", source=str(path)) from None
 
 
 @reporting_errors
@@ -99,7 +82,7 @@ def tool_run_command(
     from trgc.limits import DEFAULT_LIMITS
     from trgc.tools.envelope import run_request
 
-    data = _read_file(request, DEFAULT_LIMITS.input_bytes)
+    data = read_input(request, DEFAULT_LIMITS.input_bytes, "the tool request")
     run = run_request(data, source=str(request))
     if as_json:
         print_json(run.to_dict())
@@ -111,9 +94,14 @@ def tool_run_command(
         + ("  (truncated)" if result["truncated"] else ""),
         markup=False,
     )
+    provenance = result["provenance"]
     console.print(
-        f"operations {result['provenance']['operations']:,} of {result['provenance']['operation_budget']:,}"
-        f"  result sha256 {result['result_sha256']}",
+        f"operations {provenance['operations']:,} of {provenance['operation_budget']:,}"
+        f"  stop {provenance['stop_reason']}  result sha256 {result['result_sha256']}",
+        markup=False,
+    )
+    console.print(
+        f"implementation {provenance['implementation']} {provenance['implementation_hash']}",
         markup=False,
     )
     console.print("reinsertion record:", markup=False)
@@ -125,7 +113,8 @@ def tool_list_command(
     as_json: JsonOption = False,
 ) -> None:
     """List the tools compiled into trgc: name@version, capability, authority class, schema
-    hashes (the values a request's `schemas` block must carry) and limit ceilings."""
+    hashes (the values a request's `schemas` block must carry), implementation label and
+    implementation_hash (SHA-256 over the source files that define it) and limit ceilings."""
     from trgc.tools.registry import REGISTRY
 
     tools = [definition.describe() for definition in REGISTRY.values()]
@@ -139,6 +128,10 @@ def tool_list_command(
         )
         console.print(f"  input_sha256   {tool['input_sha256']}", markup=False)
         console.print(f"  output_sha256  {tool['output_sha256']}", markup=False)
+        console.print(
+            f"  implementation {tool['implementation']} {tool['implementation_hash']}",
+            markup=False,
+        )
 
 
 @reporting_errors
@@ -173,27 +166,54 @@ def evidence_check_command(
             help="A source document; evidence spans name it by the SHA-256 of its bytes (repeatable).",
         ),
     ] = None,
+    schema: Annotated[
+        Path | None,
+        typer.Option(
+            "--schema",
+            metavar="APP.json",
+            help="The application schema (trgc-evidence-schema-1: per-field enum, minimum, "
+            "maximum and cross-field rules). The validation flags enum_member, range_ok and "
+            "cross_field_ok are recomputed from it and every disagreement is reported; "
+            "without it they are taken as claimed (and the report says so).",
+        ),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Validate an extraction result against its evidence: spans are byte ranges of the
     named sources, `quoted_sha256` must match those bytes, the listed transform of the quote
     must reproduce `value`, and the status rules (supported / unknown / unsupported /
-    conflict) must hold. Failures are reported, never rewritten.
+    conflict) must hold. With --schema the validation flags are recomputed from the
+    application's rules. Failures are reported, never rewritten.
 
     Exit 0 when every field validates, 1 when a check found a problem, 2 for malformed input."""
-    from trgc.errors import EXIT_DIFFERENT
+    from trgc.errors import EXIT_DIFFERENT, TrgcError
     from trgc.tools.evidence import (
         MAX_RESULT_BYTES,
         MAX_SOURCE_BYTES,
         check_evidence,
         parse_source_option,
     )
+    from trgc.tools.evidence_schema import MAX_SCHEMA_BYTES, parse_app_schema
 
     sources = {}
     for option in source or []:
         name, path = parse_source_option(option)
-        sources[name] = _read_file(path, MAX_SOURCE_BYTES)
-    report = check_evidence(_read_file(result, MAX_RESULT_BYTES), sources, source=str(result))
+        if name in sources:
+            raise TrgcError(
+                "E_EVIDENCE_SOURCE",
+                f"--source names {name!r} twice",
+                hint="give every source document its own NAME",
+            )
+        sources[name] = read_input(path, MAX_SOURCE_BYTES, f"evidence source {name}")
+    app_schema = (
+        None
+        if schema is None
+        else parse_app_schema(
+            read_input(schema, MAX_SCHEMA_BYTES, "the application schema"), source=str(schema)
+        )
+    )
+    data = read_input(result, MAX_RESULT_BYTES, "the extraction result")
+    report = check_evidence(data, sources, source=str(result), schema=app_schema)
     if as_json:
         print_json(report)
     else:
@@ -206,8 +226,20 @@ def evidence_check_command(
                     f"      {problem['check']} at {problem['pointer']}: {problem['message']}",
                     markup=False,
                 )
+        if report["schema"] is not None:
+            for problem in report["schema"]["problems"]:
+                console.print(
+                    f"FAIL  {problem['check']} at {problem['pointer']}: {problem['message']}",
+                    markup=False,
+                )
+        validation = (
+            f"validation flags recomputed from {schema}"
+            if report["schema"] is not None
+            else "validation flags taken as claimed (no --schema)"
+        )
         console.print(
-            f"{report['summary']['ok']} of {report['summary']['fields']} fields validate",
+            f"{report['summary']['ok']} of {report['summary']['fields']} fields validate; "
+            + validation,
             markup=False,
         )
     if not report["ok"]:

@@ -25,13 +25,15 @@ def compile_toolcall(
     max_depth: int = DEFAULT_MAX_DEPTH,
     limits: Limits | None = None,
     source: str | None = None,
+    unconstrained_arguments: tuple[str, ...] = (),
 ) -> Artifact:
     """Compile an OpenAI-format tool list (parsed list, JSON text or bytes) for `family`
     ("qwen", "llama3" or "deepseek") into an Artifact.
 
     `separators` overrides the family's JSON separators for the arguments ("compact" or
     "pretty"; every family's template writes "pretty"); `open_objects` admits undeclared
-    argument members as trj-1 does.
+    argument members as trj-1 does. `unconstrained_arguments` names tools whose arguments are
+    any JSON object instead of their schema (recorded in the artifact's options).
     """
     limits = limits or DEFAULT_LIMITS
     try:
@@ -44,6 +46,7 @@ def compile_toolcall(
             open_objects=open_objects,
             max_depth=max_depth,
             limits=limits,
+            unconstrained_arguments=tuple(unconstrained_arguments),
         )
         return compile_ast(grammar, limits=limits)
     except TrgcError as error:

@@ -20,13 +20,14 @@ in wrapping uint64 arithmetic, then float64 with the operations in that order.
 from __future__ import annotations
 
 import hashlib
+import io
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
 
-from trgc.atomic import read_bytes
 from trgc.errors import TrgcError
+from trgc.limits import read_file
 
 LogitsSource = Callable[[int, Sequence[int]], np.ndarray]
 
@@ -72,11 +73,11 @@ class NpyLogits:
     """Logits supplied per step from a (steps, vocab_size) array stored as .npy."""
 
     def __init__(self, path: Path | str, vocab_size: int) -> None:
-        data = read_bytes(path)
+        data = read_file(path, "logits")
         self.sha256 = hashlib.sha256(data).hexdigest()
         try:
-            array = np.load(path, allow_pickle=False)
-        except (ValueError, OSError) as exc:
+            array = np.load(io.BytesIO(data), allow_pickle=False)
+        except (ValueError, OSError, EOFError) as exc:
             raise TrgcError(
                 "E_LOGITS_SOURCE", f"not a .npy array: {exc}", source=str(path)
             ) from None

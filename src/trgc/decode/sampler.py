@@ -66,6 +66,16 @@ FLOAT_SETTINGS = (
 )
 
 
+def _token_id(value: object) -> bool:
+    """An integer that fits the int64 arrays ids and counts are compared in."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 1 << 63
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 @dataclass(frozen=True)
 class SamplerSettings:
     """Sampling parameters; neutral defaults (temperature 1, every filter and penalty off)."""
@@ -91,6 +101,10 @@ class SamplerSettings:
                 or not math.isfinite(value)
             ):
                 problems.append(f"{name} must be a finite number, got {value!r}")
+        if not all(_token_id(i) for i in self.banned_ids):
+            problems.append(
+                f"banned_ids must be token ids (integers in [0, 2**63)), got {_shown(self.banned_ids)}"
+            )
         if problems:
             raise TrgcError("E_SAMPLER_SETTINGS", "; ".join(problems))
         object.__setattr__(self, "banned_ids", tuple(sorted(set(self.banned_ids))))
@@ -100,10 +114,8 @@ class SamplerSettings:
                 f"temperature must be 0 or in [0.001, 100], got {self.temperature!r}",
             ),
             (
-                isinstance(self.top_k, int)
-                and not isinstance(self.top_k, bool)
-                and self.top_k >= 0,
-                f"top_k must be an integer >= 0, got {self.top_k!r}",
+                _token_id(self.top_k),
+                f"top_k must be an integer in [0, 2**63), got {_shown(self.top_k)}",
             ),
             (0 < self.top_p <= 1, f"top_p must be in (0, 1], got {self.top_p!r}"),
             (0 <= self.min_p <= 1, f"min_p must be in [0, 1], got {self.min_p!r}"),
@@ -118,13 +130,6 @@ class SamplerSettings:
             (
                 abs(self.presence_penalty) <= 100,
                 f"presence_penalty must be in [-100, 100], got {self.presence_penalty!r}",
-            ),
-            (
-                all(
-                    isinstance(i, int) and not isinstance(i, bool) and i >= 0
-                    for i in self.banned_ids
-                ),
-                f"banned_ids must be non-negative integers, got {self.banned_ids!r}",
             ),
         ]
         problems = [message for ok, message in checks if not ok]

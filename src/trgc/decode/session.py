@@ -3,18 +3,21 @@
 They open the artifact and the tokenizer, build a fresh `trgc.Matcher` over them, and call the
 protocol-level `decode` / `replay`. Replay finds the artifact and tokenizer at the paths the
 trace header records (relative to the trace file) unless others are given; either way their
-SHA-256 identities must be the ones recorded.
+SHA-256 identities must be the ones recorded. Loading and binding are timed for the trace
+header (`timings`: informative, never replayed).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from trgc import __version__
 from trgc.artifact.codec import load_artifact
 from trgc.artifact.model import Artifact
+from trgc.decode.claims import artifact_kind
 from trgc.decode.generate import DecodeResult, Identity, decode
 from trgc.decode.logits import parse_logits_spec
 from trgc.decode.replay import ReplayReport, replay
@@ -27,12 +30,18 @@ from trgc.tokenizer.load import load_tokenizer
 from trgc.tokenizer.table import TokenTable
 
 
-@dataclass(frozen=True)
+def elapsed_us(start_ns: int) -> int:
+    """Microseconds since `start_ns` (a `time.perf_counter_ns()` reading)."""
+    return (time.perf_counter_ns() - start_ns) // 1000
+
+
+@dataclass
 class Inputs:
     artifact: Artifact
     tokenizer: TokenTable
     artifact_path: str
     tokenizer_path: str
+    timings: dict[str, int] = field(default_factory=dict)  # TIMING_FIELDS phases, µs
 
     def identity(self) -> Identity:
         return Identity(
@@ -42,18 +51,30 @@ class Inputs:
             trgc_version=__version__,
             artifact_path=self.artifact_path,
             tokenizer_path=self.tokenizer_path,
+            timings=dict(self.timings),
+            kind=artifact_kind(self.artifact.metadata),
         )
 
     def matcher(self) -> Matcher:
-        return Matcher(self.artifact, self.tokenizer)
+        """A fresh matcher over the inputs; its construction is the `bind_us` timing."""
+        start = time.perf_counter_ns()
+        matcher = Matcher(self.artifact, self.tokenizer)
+        self.timings["bind_us"] = elapsed_us(start)
+        return matcher
 
 
 def open_inputs(artifact_path: Path | str, tokenizer_path: Path | str) -> Inputs:
+    start = time.perf_counter_ns()
+    artifact = load_artifact(artifact_path)
+    artifact_us = elapsed_us(start)
+    start = time.perf_counter_ns()
+    tokenizer = load_tokenizer(tokenizer_path)
     return Inputs(
-        artifact=load_artifact(artifact_path),
-        tokenizer=load_tokenizer(tokenizer_path),
+        artifact=artifact,
+        tokenizer=tokenizer,
         artifact_path=str(artifact_path),
         tokenizer_path=str(tokenizer_path),
+        timings={"artifact_load_us": artifact_us, "tokenizer_load_us": elapsed_us(start)},
     )
 
 
@@ -67,13 +88,15 @@ def generate_file(
     max_tokens: int,
     trace_path: Path | str | None = None,
     on_bytes: Callable[[bytes], None] | None = None,
+    on_step: Callable[[int], None] | None = None,
     cancelled: Callable[[], bool] | None = None,
 ) -> DecodeResult:
     """`trgc generate`: decode under the artifact with logits from `random:SEED` or `npy:FILE`."""
     inputs = open_inputs(artifact_path, tokenizer_path)
     source = parse_logits_spec(logits, inputs.tokenizer.vocab_size)
+    matcher = inputs.matcher()
     return decode(
-        inputs.matcher(),
+        matcher,
         inputs.tokenizer,
         source,
         settings=settings,
@@ -83,6 +106,7 @@ def generate_file(
         identity=inputs.identity(),
         logits_description=source.description,
         on_bytes=on_bytes,
+        on_step=on_step,
         cancelled=cancelled,
     )
 
@@ -115,4 +139,5 @@ def replay_file(
         inputs.tokenizer,
         artifact_sha256=inputs.artifact.sha256,
         tokenizer_sha256=str(inputs.tokenizer.sha256),
+        compiler=compiler_version(inputs.artifact),
     )

@@ -15,6 +15,7 @@ into place on `close`; `discard` removes it.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import struct
@@ -27,6 +28,11 @@ import zstandard
 from trgc.atomic import read_bytes
 from trgc.decode.sampler import StepLogits
 from trgc.errors import TrgcError
+from trgc.limits import file_cap, zstd_bound
+
+_SIDECAR_HINT = (
+    "the sidecar is larger than its trace's steps can explain; it belongs to another trace"
+)
 
 FORMAT = "trgc-logits-1"
 MAGIC = b"TRGCLGT1"
@@ -39,6 +45,8 @@ class SidecarWriter:
 
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
+        if os.path.islink(self.path):  # write through the link, as atomic_write does
+            self.path = Path(os.path.realpath(self.path))
         self._tmp = self.path.with_name(f".{self.path.name}.tmp-{os.getpid()}")
         try:
             self._file = open(self._tmp, "wb")  # noqa: SIM115 - held open across write() calls
@@ -55,7 +63,17 @@ class SidecarWriter:
         chunk = self._compressor.compress(data)
         if chunk:
             self._hash.update(chunk)
-            self._file.write(chunk)
+            self._write(self._file.write, chunk)
+
+    def _write(self, operation, *args) -> None:
+        """A file operation whose OS error (a full disk, a quota) is `E_IO` naming the sidecar;
+        the caller discards the temporary file, so nothing partial is ever published."""
+        try:
+            operation(*args)
+        except OSError as exc:
+            raise TrgcError(
+                "E_IO", f"cannot write the logits sidecar: {exc.strerror}", source=str(self.path)
+            ) from None
 
     def write(self, step: int, logits: StepLogits) -> None:
         allowed = np.ascontiguousarray(logits.allowed, dtype="<f8")
@@ -73,20 +91,17 @@ class SidecarWriter:
         """Finish the frame, publish the file atomically and return its SHA-256 (hex)."""
         tail = self._compressor.flush()
         self._hash.update(tail)
-        self._file.write(tail)
-        self._file.flush()
-        os.fsync(self._file.fileno())
-        self._file.close()
-        os.replace(self._tmp, self.path)
+        self._write(self._file.write, tail)
+        self._write(self._file.flush)
+        self._write(os.fsync, self._file.fileno())
+        self._write(self._file.close)
+        self._write(os.replace, self._tmp, self.path)
         return self._hash.hexdigest()
 
     def discard(self) -> None:
-        self._file.close()
+        with contextlib.suppress(OSError):  # closing flushes, which fails again on a full disk
+            self._file.close()
         self._tmp.unlink(missing_ok=True)
-
-
-def file_sha256(path: Path | str) -> str:
-    return hashlib.sha256(read_bytes(path)).hexdigest()
 
 
 def payload_size(allowed_counts: list[int]) -> int:
@@ -100,8 +115,12 @@ def read_sidecar(
     """Check the file's SHA-256 against the trace, then yield `(step, StepLogits)` records.
 
     `max_payload` bounds decompression (replay passes `payload_size` of the trace's steps), so
-    a crafted frame cannot expand without limit."""
-    data = read_bytes(path)
+    a crafted frame cannot expand without limit; the file itself is capped at the zstd bound of
+    that payload (without one, at the logits-sidecar file cap)."""
+    cap = file_cap("logits sidecar") if max_payload is None else zstd_bound(max_payload)
+    data = read_bytes(
+        path, cap, code="E_SIDECAR_FORMAT", what="the logits sidecar", hint=_SIDECAR_HINT
+    )
     actual = hashlib.sha256(data).hexdigest()
     if actual != expected_sha256:
         raise TrgcError(

@@ -16,6 +16,9 @@ reused, precomputed row included) or "walk" (a trie walk ran).
 
 from __future__ import annotations
 
+from os import PathLike
+from typing import Any
+
 import numpy as np
 
 from trgc.artifact.model import Artifact
@@ -34,6 +37,7 @@ from trgc.engine.config import (
     step,
     step_bytes,
 )
+from trgc.engine.inputs import as_artifact, as_token_table
 from trgc.engine.kernel import Scratch, add_symbol_tokens, mask_words
 from trgc.engine.precompute import FrameEntry, FrameMasks, combine, frame_entry
 from trgc.errors import TrgcError
@@ -49,17 +53,20 @@ class Matcher:
     for the same artifact, tokenizer and compiler version (`E_CACHE_MISMATCH` otherwise); a
     `FrameMasks` passed as `cache` is taken as `precomputed`. A grammar naming a special
     token the tokenizer lacks raises `E_SPECIAL_TOKEN_MISSING`.
+
+    `artifact` may also be the path of an artifact file, `tokenizer` a path or a live
+    tokenizer object (see `trgc.load_tokenizer`); another type is `E_ARGUMENT_TYPE`.
     """
 
     def __init__(
         self,
-        artifact: Artifact,
-        tokenizer,
+        artifact: Artifact | str | PathLike,
+        tokenizer: Any,
         *,
         cache: MaskCache | FrameMasks | None = None,
         precomputed: FrameMasks | None = None,
     ) -> None:
-        self._binding = bind(artifact, tokenizer)
+        self._binding = bind(as_artifact(artifact), as_token_table(tokenizer))
         if isinstance(cache, FrameMasks):
             cache, precomputed = None, cache
         self._cache = cache if cache is not None else MaskCache()
@@ -167,19 +174,20 @@ class Matcher:
         """int32[ceil(V/32)]: bit `t % 32` of word `t // 32` set = token `t` allowed."""
         return self._words().view(np.int32).copy()
 
-    def fill_bitmask(self, buffer: np.ndarray, index: int = 0) -> None:
+    def fill_bitmask(self, buffer: Any, index: int = 0) -> None:
         """Write the packed mask into row `index` of a caller's int32 `(batch, ceil(V/32))`
-        buffer, without allocating."""
+        buffer, without allocating. The buffer is a numpy array or a CPU torch tensor (written
+        through a numpy view of its memory); a buffer wider than the mask (a model vocabulary
+        padded past the tokenizer's) gets 0 words, so the extra ids are never allowed."""
         expected = self._n_words
-        if not isinstance(buffer, np.ndarray):
-            raise TrgcError(
-                "E_BITMASK_BUFFER", f"expected a numpy array, got {type(buffer).__name__}"
-            )
+        buffer = _numpy_view(buffer)
         if buffer.dtype != np.int32:
             raise TrgcError("E_BITMASK_BUFFER", f"expected dtype int32, got {buffer.dtype}")
         shape = buffer.shape
-        if len(shape) != 2 or shape[1] != expected:
-            raise TrgcError("E_BITMASK_BUFFER", f"expected shape (batch, {expected}), got {shape}")
+        if len(shape) != 2 or shape[1] < expected:
+            raise TrgcError(
+                "E_BITMASK_BUFFER", f"expected shape (batch, >= {expected}), got {shape}"
+            )
         flags = buffer.flags
         if not flags.c_contiguous or not flags.writeable:
             raise TrgcError("E_BITMASK_BUFFER", "expected a writeable C-contiguous buffer")
@@ -188,7 +196,10 @@ class Matcher:
         words = self._words()
         if words is not self._view_of:  # consecutive masks are often the same array
             self._view_of, self._view = words, words.view(np.int32)
-        buffer[index] = self._view
+        row = buffer[index]
+        row[:expected] = self._view
+        if shape[1] > expected:
+            row[expected:] = 0
 
     def is_allowed(self, token_id: int) -> bool:
         """Whether `token_id` may be advanced now (without computing the whole mask)."""
@@ -269,3 +280,27 @@ class Matcher:
     def cache_stats(self) -> dict[str, int]:
         """Counters of the in-memory cache this matcher uses."""
         return self._cache.stats()
+
+
+def _numpy_view(buffer: Any) -> np.ndarray:
+    """A numpy array, or the numpy view of a CPU torch tensor's memory (torch is never
+    imported here: a tensor is recognised by its type's module)."""
+    if isinstance(buffer, np.ndarray):
+        return buffer
+    if type(buffer).__module__.split(".")[0] == "torch" and hasattr(buffer, "numpy"):
+        device = str(getattr(buffer, "device", "cpu"))
+        if device != "cpu":
+            raise TrgcError(
+                "E_BITMASK_BUFFER",
+                f"expected a CPU tensor, got one on {device}",
+                hint="fill a CPU buffer and copy it over (trgc.torch.fill_next_token_bitmask does)",
+            )
+        if str(buffer.dtype) != "torch.int32":
+            raise TrgcError("E_BITMASK_BUFFER", f"expected dtype torch.int32, got {buffer.dtype}")
+        if not buffer.is_contiguous():
+            raise TrgcError("E_BITMASK_BUFFER", "expected a writeable C-contiguous buffer")
+        return buffer.numpy()
+    raise TrgcError(
+        "E_BITMASK_BUFFER",
+        f"expected a numpy array or a CPU torch tensor, got {type(buffer).__name__}",
+    )

@@ -22,7 +22,10 @@ Canonical layout (all integers little-endian):
 The identity is `sha256:` + SHA-256 of these bytes (digest included); compression settings
 never change it. Anything that does not decode exactly, or a file built for another artifact,
 tokenizer, compiler version, special-token policy or trie layout, is refused with
-`E_CACHE_MISMATCH`.
+`E_CACHE_MISMATCH`. Before any array is used the reader checks every invariant the precompute
+guarantees: exactly one zstd frame, a flat header of exact types, `1 <= max_depth < 2**31`
+(and, bound, the artifact's), `1 <= height <= max_depth`, row 0 empty, every row distinct and
+without bits past `vocab_size`, every index inside its table.
 """
 
 from __future__ import annotations
@@ -34,10 +37,11 @@ from pathlib import Path
 
 import numpy as np
 
-from trgc.atomic import atomic_write, read_bytes
+from trgc.atomic import atomic_write
 from trgc.engine.precompute import FrameMasks
 from trgc.errors import TrgcError
-from trgc.limits import DEFAULT_LIMITS, Limits
+from trgc.jsonread import read_json
+from trgc.limits import DEFAULT_LIMITS, Limits, mask_cache_content, read_file
 
 MAGIC = b"TRGCTRM\0"
 VERSION = 2
@@ -103,6 +107,11 @@ def save_masks(masks: FrameMasks, path: Path | str) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def _refuse(message: str, source: str | None) -> TrgcError:
     return TrgcError(
         "E_CACHE_MISMATCH",
@@ -125,20 +134,26 @@ def from_bytes(data: bytes, *, source: str | None = None) -> FrameMasks:
         raise _refuse(f"format version {version}, this trgc reads {VERSION}", source)
     start = len(MAGIC) + 8
     raw_header = body[start : start + header_len]
-    if len(raw_header) != header_len or raw_header[:1] != b"{" or b"[" in raw_header:
-        raise _refuse("header is not one flat JSON object", source)
     try:
-        header = json.loads(raw_header.decode())
-    except (UnicodeDecodeError, ValueError, RecursionError):
-        raise _refuse("header is not JSON", source) from None
+        header = read_json(
+            raw_header,
+            code="E_CACHE_MISMATCH",
+            what="the mask cache header",
+            max_bytes=len(raw_header),
+            max_depth=1,
+        )
+    except TrgcError as error:
+        raise _refuse(error.message, source) from None
     if not isinstance(header, dict) or sorted(header) != sorted(HEADER_KEYS):
         raise _refuse(f"header fields are not those of {FORMAT}", source)
     if header["format"] != FORMAT or _canonical_json(header) != raw_header:
         raise _refuse(f"header is not the canonical {FORMAT} header", source)
+    if not all(isinstance(header[k], str) for k in HEADER_KEYS[:6]):
+        raise _refuse("header names (artifact, tokenizer, ...) are not strings", source)
     names = ("vocab_size", "max_depth", "longest", "n_states", "n_entries", "n_roots", "n_masks")
     counts = [header[k] for k in (*names, "n_words")]
-    if not all(isinstance(c, int) and not isinstance(c, bool) and 0 <= c < 2**31 for c in counts):
-        raise _refuse("header sizes are not integers in 0..2^31-1", source)
+    if not all(type(c) is int and 0 <= c < 1 << 31 for c in counts):
+        raise _refuse("header sizes are not integers in [0, 2**31)", source)
     vocab_size, max_depth, longest, n_states, n_entries, n_roots, n_masks, n_words = counts
     offset = start + header_len
     offset += -offset % 8
@@ -167,8 +182,6 @@ def from_bytes(data: bytes, *, source: str | None = None) -> FrameMasks:
             and (
                 accept_id.min() < 0
                 or accept_id.max() >= n_masks
-                or height.min() < 0
-                or height.max() > max_depth
                 or keys.min() < 0
                 or keys[:, 0].max() >= n_states
                 or keys[:, 1].max() > longest
@@ -183,7 +196,16 @@ def from_bytes(data: bytes, *, source: str | None = None) -> FrameMasks:
         or (n_roots and open_roots.min() < 1)
         or table[0].any()
     ):
-        raise _refuse("an index or value points outside its table", source)
+        raise _refuse("an index points outside its table", source)
+    if n_entries and (height.min() < 0 or height.max() > max_depth):
+        raise _refuse(f"a frame's stack height is outside 0..max_depth ({max_depth})", source)
+    if table[0].any():
+        raise _refuse("row 0 of the mask table is not the empty set", source)
+    spare = n_words * 32 - vocab_size
+    if spare and (table[:, -1] >> np.uint32(32 - spare)).any():
+        raise _refuse("a mask sets bits for ids at or past vocab_size", source)
+    if np.unique(table, axis=0).shape[0] != n_masks:
+        raise _refuse("the mask table repeats a row (rows are distinct bitsets)", source)
     masks = FrameMasks(
         key=(
             header["artifact"],
@@ -213,8 +235,8 @@ def load_masks(path: Path | str, *, binding=None, limits: Limits = DEFAULT_LIMIT
     built for another artifact, tokenizer, compiler version, policy or trie."""
     import zstandard
 
-    cap = limits.cache_bytes + 64 * limits.states + (1 << 20)
-    raw = read_bytes(path)
+    raw = read_file(path, "mask cache", limits)
+    cap = mask_cache_content(limits)
     try:
         size = zstandard.get_frame_parameters(raw).content_size
     except zstandard.ZstdError as exc:
@@ -230,8 +252,19 @@ def load_masks(path: Path | str, *, binding=None, limits: Limits = DEFAULT_LIMIT
     except zstandard.ZstdError as exc:
         raise _refuse(f"not a readable zstd frame ({exc})", str(path)) from None
     if not decompressor.eof or decompressor.unused_data or len(data) != size:
-        raise _refuse("not exactly one complete zstd frame", str(path))
+        raise _refuse("the file is not exactly one complete zstd frame", str(path))
     masks = from_bytes(data, source=str(path))
+    if masks.max_depth > limits.max_depth:
+        raise _refuse(
+            f"max_depth {masks.max_depth:,} exceeds the max_depth limit of {limits.max_depth:,}",
+            str(path),
+        )
     if binding is not None:
         masks.require(binding)
+        if masks.max_depth != binding.tables.max_depth:
+            raise _refuse(
+                f"built for max_depth {masks.max_depth}, the artifact's is "
+                f"{binding.tables.max_depth}",
+                str(path),
+            )
     return masks

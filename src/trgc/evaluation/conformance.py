@@ -24,6 +24,7 @@ from trgc.compiler.schema import compile_schema
 from trgc.errors import TrgcError
 from trgc.grammar.schema.canonical import canonical_instance
 from trgc.grammar.schema.lower import FAMILY_KEYWORDS, json_type
+from trgc.limits import read_file
 
 REQUIRED = "required"
 OUTSIDE = "outside-profile"
@@ -109,8 +110,8 @@ def run_suite(path: Path, *, separators: str = "compact") -> list[CaseResult]:
     results: list[CaseResult] = []
     for file in sorted(folder.glob("*.json")):
         try:
-            groups = json.loads(file.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
+            groups = json.loads(read_file(file, "benchmark"))
+        except (ValueError, RecursionError) as exc:
             raise TrgcError("E_IO", f"cannot read suite file: {exc}", source=str(file)) from None
         for gi, group in enumerate(groups):
             results.extend(_run_group(file.name, gi, group, separators))
@@ -183,12 +184,22 @@ def baseline_document(results: list[CaseResult], revision: str | None = None) ->
     }
 
 
-def load_baseline(path: Path) -> dict:
+def load_baseline(path: Path, *, missing_ok: bool = False) -> dict:
+    """The committed classification, read within its cap; a missing file is `E_IO` unless
+    `missing_ok` (when the caller is about to create it), never silently an empty baseline."""
+    if not path.exists():
+        if missing_ok:
+            return {"cases": {}}
+        raise TrgcError(
+            "E_IO",
+            "the classification baseline does not exist",
+            source=str(path),
+            hint="give --baseline FILE (the repository's is tests/data/jsts-classification.json, "
+            "relative to its root), or add --update to create it from this run",
+        )
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return {"cases": {}}
-    except (OSError, ValueError) as exc:
+        return json.loads(read_file(path, "benchmark"))
+    except (ValueError, RecursionError) as exc:
         raise TrgcError(
             "E_IO", f"cannot read the classification: {exc}", source=str(path)
         ) from None

@@ -19,7 +19,7 @@ from trgc.artifact.check import check
 from trgc.compiler.schema import compile_schema
 from trgc.errors import TrgcError
 from trgc.grammar.schema.canonical import canonical_instance
-from trgc.limits import Limits
+from trgc.limits import Limits, read_file
 
 
 @dataclass
@@ -78,7 +78,7 @@ def run_schema(
     open_objects: bool = False,
     ignore_keywords: tuple[str, ...] = (),
 ) -> SchemaResult:
-    raw = path.read_bytes()
+    raw = read_file(path, "benchmark")
     start = time.perf_counter()
     try:
         artifact = compile_schema(

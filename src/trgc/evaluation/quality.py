@@ -9,11 +9,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from trgc import __version__
-from trgc.atomic import atomic_write, read_bytes
+from trgc.atomic import atomic_write
 from trgc.decode.sampler import SamplerSettings
 from trgc.evaluation.quality_report import markdown, plot_png, summarize
 from trgc.evaluation.quality_run import HFModel, QualityModel, run_quality
 from trgc.evaluation.quality_tasks import load_tasks
+from trgc.limits import read_file
 
 
 def run_experiment(
@@ -47,7 +48,7 @@ def run_experiment(
         tokenizer=str(model.table.sha256),
         tasks=len(tasks),
         tasks_file=Path(tasks_path).as_posix(),
-        tasks_sha256=hashlib.sha256(read_bytes(tasks_path)).hexdigest(),
+        tasks_sha256=hashlib.sha256(read_file(tasks_path, "benchmark")).hexdigest(),
         sampler=json.dumps(settings.to_dict(), sort_keys=True, separators=(",", ":")),
         seed=seed,
         trgc_version=__version__,

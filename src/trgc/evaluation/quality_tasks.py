@@ -25,8 +25,8 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
-from trgc.atomic import read_bytes
 from trgc.errors import TrgcError
+from trgc.limits import read_file
 
 KINDS = ("extraction", "toolargs", "arithmetic", "plain")
 _REQUIRED = {
@@ -129,7 +129,7 @@ def _resolve(path: Path, line: int, rel: Any) -> Path:
 def _read_text(path: Path, line: int, rel: Any) -> str:
     target = _resolve(path, line, rel)
     try:
-        return read_bytes(target).decode("utf-8")
+        return read_file(target, "benchmark").decode("utf-8")
     except (TrgcError, UnicodeDecodeError) as exc:
         raise _fail(path, line, f"cannot read {rel!r}: {exc}") from None
 
@@ -149,7 +149,7 @@ def load_tasks(path: Path | str) -> list[Task]:
     """Read and check every task in the JSONL file at `path` (blank lines are skipped)."""
     path = Path(path)
     try:
-        text = read_bytes(path).decode("utf-8")
+        text = read_file(path, "benchmark").decode("utf-8")
     except UnicodeDecodeError as exc:
         raise TrgcError("E_QUALITY_TASKS", f"not UTF-8: {exc}", source=str(path)) from None
     tasks: list[Task] = []

@@ -11,11 +11,11 @@ text. Other tokenizer models and token types are refused, never guessed.
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 from trgc.errors import TrgcError
 from trgc.integrations.deps import require
+from trgc.integrations.weights import file_sha256
 from trgc.tokenizer.bytelevel import decode_byte_level_many
 from trgc.tokenizer.table import TokenTable
 from trgc.tokenizer.vocab import AddedToken, Vocab, table_from_vocab
@@ -29,16 +29,6 @@ TYPE_NORMAL, TYPE_UNKNOWN, TYPE_CONTROL, TYPE_USER_DEFINED, TYPE_UNUSED, TYPE_BY
     5,
     6,
 )
-_CHUNK = 1 << 20
-
-
-def file_sha256(path: Path) -> str:
-    """Hex SHA-256 of a file, read in 1 MiB chunks."""
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while chunk := handle.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def _field(reader, key: str, source: str):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -33,6 +34,21 @@ def encode_prompt(hf_tokenizer: Any, prompt: str, *, system: str | None = None) 
         )
         return list(hf_tokenizer(text, add_special_tokens=False)["input_ids"])
     return list(hf_tokenizer(prompt)["input_ids"])
+
+
+def prompt_policy_sha256(hf_tokenizer: Any, *, system: str | None = None) -> str:
+    """Identity of the prompt policy (what turns a user prompt into prompt ids, apart from the
+    prompt itself): `sha256:` + SHA-256 of the canonical JSON of `{"chat_template": the
+    tokenizer's template or null, "system": the system message or null,
+    "add_generation_prompt": true}` — the inputs `encode_prompt` uses besides the prompt."""
+    template = getattr(hf_tokenizer, "chat_template", None) or None
+    document = {
+        "chat_template": template if isinstance(template, str | dict) else None,
+        "system": system,
+        "add_generation_prompt": template is not None,
+    }
+    text = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def prompt_sha256(ids: Sequence[int]) -> str:

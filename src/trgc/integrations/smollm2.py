@@ -12,8 +12,10 @@ file so that `trgc replay` finds it without the model. Nothing is ever fetched f
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
+import shutil
 import tempfile
 import time
 from dataclasses import dataclass
@@ -21,8 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from trgc.errors import TrgcError
+from trgc.integrations.cache import cache_dir
 from trgc.integrations.deps import require
-from trgc.integrations.gguf_table import file_sha256, table_from_gguf
+from trgc.integrations.gguf_table import table_from_gguf
+from trgc.integrations.weights import file_sha256, weights_sha256
 from trgc.tokenizer.table import TokenTable
 from trgc.tokenizer.verify import VerifyReport, verify_table
 
@@ -49,6 +53,7 @@ class LoadedModel:
     """A model ready for trgc: torch module, prompt tokenizer, verified token table."""
 
     name: str  # what the trace header records: "gguf:sha256:<hex>" or "hf:<folder>:<table id>"
+    weights_sha256: str  # `sha256:<hex>` of the weight files (trgc.integrations.weights)
     model: Any
     hf_tokenizer: Any
     table: TokenTable
@@ -90,14 +95,6 @@ def resolve_model(spec: str) -> Path:
         f"model {spec!r} is neither {SMOLLM2!r}, a .gguf file, nor a folder with config.json",
         hint="models are loaded from local files only; nothing is downloaded",
     )
-
-
-def cache_dir() -> Path:
-    """`$TRGC_CACHE_DIR`, else `$XDG_CACHE_HOME/trgc`, else `~/.cache/trgc`."""
-    if os.environ.get("TRGC_CACHE_DIR"):
-        return Path(os.environ["TRGC_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "trgc"
 
 
 def verify_against_hf(table: TokenTable, hf_tokenizer: Any, probe: str) -> None:
@@ -183,6 +180,52 @@ def model_table(
     return table, cached, name
 
 
+def hf_model_dir() -> Path:
+    """A Hugging Face model folder of the bundled SmolLM2 (what vLLM loads), converted from its
+    GGUF on first use and cached as `<cache_dir>/models/smollm2-<sha256 prefix of the GGUF>`.
+
+    transformers dequantises the GGUF (`from_pretrained(..., gguf_file=...)`) into a float
+    model; its quantizer record is dropped before `save_pretrained`, since the saved weights
+    are no longer quantised. The folder is written under a temporary name and renamed into
+    place, so a reader never sees a half-written model and a failed conversion leaves nothing;
+    a concurrent converter that finishes first wins and the other copy is discarded."""
+    gguf = smollm2_gguf()
+    target = cache_dir() / "models" / f"smollm2-{file_sha256(gguf)[:16]}"
+    if (target / "config.json").is_file():
+        return target
+    _offline()
+    torch = require("torch", "converting SmolLM2 to a Hugging Face folder")
+    transformers = require("transformers", "converting SmolLM2 to a Hugging Face folder")
+    require("gguf", "converting SmolLM2 to a Hugging Face folder")
+    _quiet(transformers)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    mask = os.umask(0)
+    os.umask(mask)
+    os.chmod(tmp, 0o777 & ~mask)  # mkdtemp makes it 0700; publish with the usual permissions
+    try:
+        source = {"gguf_file": gguf.name, "local_files_only": True}
+        tokenizer = transformers.AutoTokenizer.from_pretrained(str(gguf.parent), **source)
+        model = transformers.AutoModelForCausalLM.from_pretrained(
+            str(gguf.parent), dtype=torch.float32, **source
+        )
+        model.hf_quantizer = None
+        if hasattr(model.config, "quantization_config"):
+            del model.config.quantization_config
+        model.save_pretrained(str(tmp))
+        tokenizer.save_pretrained(str(tmp))
+        with contextlib.suppress(OSError):  # another process may have published it meanwhile
+            os.rename(tmp, target)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    if not (target / "config.json").is_file():
+        raise TrgcError(
+            "E_IO", "the converted SmolLM2 folder was not published", source=str(target)
+        )
+    return target
+
+
 def load_model(spec: str, *, probe: str = BUILTIN_PROBE) -> LoadedModel:
     """Load `spec` (see `resolve_model`) on the CPU in float32, offline, in eval mode."""
     path = resolve_model(spec)
@@ -203,6 +246,7 @@ def load_model(spec: str, *, probe: str = BUILTIN_PROBE) -> LoadedModel:
     model.eval()
     return LoadedModel(
         name=name,
+        weights_sha256=weights_sha256(path),
         model=model,
         hf_tokenizer=hf_tokenizer,
         table=table,

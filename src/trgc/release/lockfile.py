@@ -13,12 +13,12 @@ import hashlib
 import os
 import tomllib
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PureWindowsPath
 
 from trgc.artifact.model import Artifact
-from trgc.atomic import atomic_write, read_bytes
+from trgc.atomic import atomic_write
 from trgc.errors import TrgcError
-from trgc.limits import DEFAULT_LIMITS, Limits
+from trgc.limits import DEFAULT_LIMITS, Limits, read_file
 
 LOCK_FORMAT = "trgc-lock-1"
 SOURCE_SUFFIXES = (".trg", ".json")
@@ -90,7 +90,7 @@ def compile_path(path: Path, limits: Limits) -> tuple[bytes, Artifact]:
     would; return the source bytes (for their hash) with the artifact."""
     from trgc.compiler.sources import compile_source
 
-    data = read_bytes(path)
+    data = read_file(path, "source", limits)
     return data, compile_source(data, source=str(path), limits=limits)
 
 
@@ -149,45 +149,100 @@ def write_lock(lock_data: Lock, path: Path) -> None:
     atomic_write(path, text.encode("utf-8"))
 
 
+LOCK_NAMES = ("trgc.lock", "artifacts/trgc.lock")
+
+
+def find_lock(start: Path | None = None) -> Path:
+    """The lock `trgc verify` uses without --lock: the first of `trgc.lock` and
+    `artifacts/trgc.lock` in the current directory, then in each parent in turn."""
+    here = (start or Path.cwd()).resolve()
+    for directory in (here, *here.parents):
+        for name in LOCK_NAMES:
+            candidate = directory / name
+            if candidate.is_file():
+                return candidate
+    raise TrgcError(
+        "E_IO",
+        f"no lock file: neither {' nor '.join(LOCK_NAMES)} in {here} or any parent directory",
+        hint="give --lock FILE, or write one with trgc lock",
+    )
+
+
 def read_lock(path: Path) -> Lock:
-    """Parse and validate a lock file; unknown keys and formats are errors."""
+    """Parse and validate a lock file: exactly the tables and keys of trgc-lock-1, every value of
+    its type, hashes as `sha256:<64 hex>`, paths relative to the lock's directory."""
     try:
-        data = tomllib.loads(read_bytes(path).decode("utf-8"))
+        data = tomllib.loads(read_file(path, "lock").decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise TrgcError(
-            "E_LOCK_INVALID", f"not a valid TOML lock file: {exc}", source=str(path)
-        ) from None
+        raise _invalid(path, f"not a valid TOML lock file: {exc}") from None
+    except RecursionError:  # tomllib recurses once per nested array or inline table
+        raise _invalid(path, "the lock file nests too deeply to be a trgc lock") from None
     header = data.get("lock")
     if set(data) - {"lock", "entries"} or not isinstance(header, dict):
-        raise TrgcError(
-            "E_LOCK_INVALID",
-            "a lock file holds exactly the tables [lock] and [entries]",
-            source=str(path),
-        )
+        raise _invalid(path, "a lock file holds exactly the tables [lock] and [entries]")
     if header.get("format") != LOCK_FORMAT:
-        raise TrgcError(
-            "E_LOCK_INVALID",
-            f"unknown lock format {header.get('format')!r}, expected {LOCK_FORMAT!r}",
-            source=str(path),
+        raise _invalid(
+            path, f"unknown lock format {header.get('format')!r}, expected {LOCK_FORMAT!r}"
         )
     if set(header) != {"format", "compiler", "limits"}:
-        raise TrgcError(
-            "E_LOCK_INVALID",
-            f"[lock] must have format, compiler and limits; got {sorted(header)}",
-            source=str(path),
-        )
+        raise _invalid(path, f"[lock] must have format, compiler and limits; got {sorted(header)}")
+    if not isinstance(header["compiler"], str):
+        raise _invalid(path, "[lock] compiler must be a string")
+    if not isinstance(header["limits"], dict) or not all(
+        type(value) is int for value in header["limits"].values()
+    ):
+        raise _invalid(path, "[lock.limits] must be a table of integers")
+    table = data.get("entries", {})
+    if not isinstance(table, dict):
+        raise _invalid(path, "[entries] must be a table of entries")
     entries: dict[str, LockEntry] = {}
-    for name, entry in data.get("entries", {}).items():
-        keys = {"source", "source_sha256", "artifact", "artifact_sha256"}
-        if not isinstance(entry, dict) or set(entry) != keys:
-            raise TrgcError(
-                "E_LOCK_INVALID",
-                f"entry {name!r} must have exactly {sorted(keys)}",
-                source=str(path),
-            )
+    for name, entry in table.items():
+        if not isinstance(entry, dict) or set(entry) != set(ENTRY_FIELDS):
+            raise _invalid(path, f"entry {name!r} must have exactly {sorted(ENTRY_FIELDS)}")
+        for key, valid in ENTRY_FIELDS.items():
+            if not valid(entry[key]):
+                raise _invalid(path, f"entry {name!r}: {key} {entry[key]!r} is not {valid.__doc__}")
         entries[name] = LockEntry(name=name, **entry)
-    limits = DEFAULT_LIMITS.with_overrides(dict(header["limits"]))
+    try:
+        limits = DEFAULT_LIMITS.with_overrides(dict(header["limits"]))
+    except TrgcError as error:
+        raise _invalid(path, f"[lock.limits]: {error.message}") from None
     return Lock(compiler=header["compiler"], limits=limits.to_dict(), entries=entries)
+
+
+def _relative_path(value: object) -> bool:
+    """a relative path with / separators"""
+    return (
+        isinstance(value, str)
+        and value != ""
+        and "\0" not in value
+        and "\\" not in value
+        and not value.startswith("/")
+        and not PureWindowsPath(value).drive
+    )
+
+
+def _sha256(value: object) -> bool:
+    """sha256:<64 lowercase hex digits>"""
+    return (
+        isinstance(value, str)
+        and len(value) == 71
+        and value.startswith("sha256:")
+        and all(c in "0123456789abcdef" for c in value[7:])
+    )
+
+
+# the keys of one [entries.NAME] table and what each value must be (one line per field)
+ENTRY_FIELDS = {
+    "source": _relative_path,
+    "source_sha256": _sha256,
+    "artifact": _relative_path,
+    "artifact_sha256": _sha256,
+}
+
+
+def _invalid(path: Path, message: str) -> TrgcError:
+    return TrgcError("E_LOCK_INVALID", message, source=str(path))
 
 
 def verify(lock_path: Path, sources: list[Path] | None = None) -> VerifyReport:
@@ -207,7 +262,7 @@ def verify(lock_path: Path, sources: list[Path] | None = None) -> VerifyReport:
     for name in sorted(locked.entries):
         entry = locked.entries[name]
         source = base / entry.source
-        if not source.exists():
+        if not os.path.exists(source):  # False, not an error, for a name too long to exist
             if name not in report.removed:
                 report.removed.append(name)
             continue
@@ -215,7 +270,7 @@ def verify(lock_path: Path, sources: list[Path] | None = None) -> VerifyReport:
         differences = []
         if locked.compiler != compiler:
             differences.append({"field": "compiler", "locked": locked.compiler, "actual": compiler})
-        data = read_bytes(source)
+        data = read_file(source, "source", limits)
         source_hash = sha256_bytes(data)
         if source_hash != entry.source_sha256:
             differences.append(
@@ -240,7 +295,7 @@ def _check_artifact_file(path: Path, expected: str) -> list[dict[str, str]]:
     """The committed artifact file must exist and carry the locked identity."""
     from trgc.artifact.codec import load_artifact
 
-    if not path.exists():
+    if not os.path.exists(path):
         return [{"field": "artifact_file", "locked": expected, "actual": "missing"}]
     try:
         found = load_artifact(path).sha256

@@ -28,13 +28,17 @@ from pathlib import Path
 import numpy as np
 
 from trgc.errors import TrgcError
+from trgc.jsonread import read_json
+from trgc.limits import file_cap, read_file
 from trgc.tokenizer.sources import ZSTD_MAGIC, decompress_zstd
 
 MAGIC = b"TRGCTOK\x00"
 FORMAT_VERSION = 1
 _DIGEST = 32
-_MAX_TABLE_BYTES = 1024 * 1024 * 1024
+_MAX_TABLE_BYTES = file_cap("token table")
 _ZSTD_LEVEL = 10
+# deepest header value trgc writes: metadata.reports.duplicates[i] (4 levels); room for loaders
+MAX_HEADER_DEPTH = 16
 
 
 def canonical_json(document: object) -> bytes:
@@ -112,9 +116,16 @@ def decode_body(
     if hashlib.sha256(body).digest() != blob[-_DIGEST:]:
         raise fail("E_TOKENIZER_TABLE_CORRUPT", "checksum mismatch: the table bytes were changed")
     try:
-        header = json.loads(meta.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise fail("E_TOKENIZER_TABLE_CORRUPT", f"header is not valid JSON: {exc}") from None
+        header = read_json(
+            meta,
+            code="E_TOKENIZER_TABLE_CORRUPT",
+            what="the table header",
+            max_bytes=len(meta),
+            max_depth=MAX_HEADER_DEPTH,
+            source=source,
+        )
+    except TrgcError as error:  # a header nested past what trgc writes is damage, not a limit
+        raise fail("E_TOKENIZER_TABLE_CORRUPT", error.message) from None
     if not isinstance(header, dict) or canonical_json(header) != meta:
         raise fail("E_TOKENIZER_TABLE_CORRUPT", "header is not a canonical JSON object")
     kinds = np.frombuffer(blob, dtype="<u1", count=vocab_size, offset=pos)
@@ -135,12 +146,7 @@ def compress(blob: bytes) -> bytes:
 
 def read_table_bytes(path: Path) -> bytes:
     """The canonical bytes stored in a `.trt` file (zstd frame or raw)."""
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise TrgcError(
-            "E_IO", f"cannot read token table: {exc.strerror}", source=str(path)
-        ) from None
+    raw = read_file(path, "token table")
     if raw.startswith(ZSTD_MAGIC):
         try:
             return decompress_zstd(raw, source=str(path), limit=_MAX_TABLE_BYTES)

@@ -73,6 +73,26 @@ def string_style(doc: dict, source: str) -> tuple[str, str]:
     )
 
 
+def _check_merges(merges: object, source: str) -> None:
+    """BPE merges are `"A B"` strings or `["A", "B"]` pairs (both layouts the tokenizers library
+    writes); an integer, a triple or a string without exactly one separating space is damage."""
+    if not isinstance(merges, list):
+        raise TrgcError("E_TOKENIZER_FORMAT", "model.merges must be a list", source=source)
+    for index, merge in enumerate(merges):
+        if isinstance(merge, str):
+            parts = merge.split(" ")
+        elif isinstance(merge, list) and all(isinstance(p, str) for p in merge):
+            parts = merge
+        else:
+            parts = []
+        if len(parts) != 2 or not all(parts):
+            raise TrgcError(
+                "E_TOKENIZER_FORMAT",
+                f'model.merges[{index}] is {str(merge)[:60]!r}, expected "A B" or ["A", "B"]',
+                source=source,
+            )
+
+
 def model_vocab(model: dict, source: str) -> tuple[str, dict[str, int]]:
     """The model type and its vocabulary string -> id, refusing types that lack exact bytes."""
     kind = model.get("type")
@@ -84,6 +104,7 @@ def model_vocab(model: dict, source: str) -> tuple[str, dict[str, int]]:
             raise TrgcError(
                 "E_TOKENIZER_FORMAT", "model.vocab must be an object of string -> id", source=source
             )
+        _check_merges(model.get("merges", []), source)
         return kind, vocab
     if kind == "Unigram":
         if not model.get("byte_fallback"):
@@ -95,7 +116,12 @@ def model_vocab(model: dict, source: str) -> tuple[str, dict[str, int]]:
             )
         pieces = model.get("vocab")
         if not isinstance(pieces, list) or not all(
-            isinstance(p, list) and p and isinstance(p[0], str) for p in pieces
+            isinstance(p, list)
+            and len(p) == 2
+            and isinstance(p[0], str)
+            and isinstance(p[1], int | float)
+            and not isinstance(p[1], bool)
+            for p in pieces
         ):
             raise TrgcError(
                 "E_TOKENIZER_FORMAT",
@@ -113,8 +139,15 @@ def model_vocab(model: dict, source: str) -> tuple[str, dict[str, int]]:
 
 def load_tokenizer_json(path: Path) -> Vocab:
     """Read one `tokenizer.json` (and `tokenizer_config.json` / `generation_config.json` beside it)."""
-    source = str(path)
     doc, digest = read_json(path)
+    result = vocab_from_document(doc, digest, name=logical_name(path), source=str(path))
+    read_config(path.parent, result)
+    return result
+
+
+def vocab_from_document(doc: Any, digest: str, *, name: str, source: str) -> Vocab:
+    """The `Vocab` of a parsed tokenizer.json document whose text has sha256 `digest`
+    (recorded as `source_files[name]`); companion config files are the caller's."""
     if not isinstance(doc, dict) or not isinstance(doc.get("model"), dict):
         raise TrgcError(
             "E_TOKENIZER_FORMAT", "not a tokenizer.json: no `model` object", source=source
@@ -163,10 +196,9 @@ def load_tokenizer_json(path: Path) -> Vocab:
         byte_fallback=byte_fallback,
         model_specials=model_specials,
         added=added,
-        files={logical_name(path): digest},
+        files={name: digest},
         extra={"string_style": style},
     )
-    read_config(path.parent, result)
     return result
 
 

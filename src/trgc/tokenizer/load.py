@@ -8,8 +8,11 @@ told apart by content: a tiktoken rank file is text lines, a SentencePiece model
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
+from os import PathLike
 from pathlib import Path
+from typing import Any
 
 from trgc.errors import TrgcError
 from trgc.tokenizer.sources import logical_name, read_source
@@ -83,7 +86,13 @@ def classify_file(path: Path) -> Source:
 
 def detect_folder(folder: Path) -> Source:
     """The one tokenizer layout in `folder`; see the module docstring."""
-    names = {logical_name(p): p for p in sorted(folder.iterdir()) if p.is_file()}
+    try:
+        entries = sorted(folder.iterdir())
+    except OSError as exc:
+        raise TrgcError(
+            "E_IO", f"cannot list the folder: {exc.strerror}", source=str(folder)
+        ) from None
+    names = {logical_name(p): p for p in entries if os.path.isfile(p)}
     found: list[Source] = []
     if "tokenizer.json" in names:
         found.append(Source("tokenizer.json", names["tokenizer.json"]))
@@ -119,9 +128,9 @@ def detect_folder(folder: Path) -> Source:
 
 def resolve_source(path: Path) -> Source:
     path = Path(path)
-    if path.is_dir():
+    if os.path.isdir(path):
         return detect_folder(path)
-    if not path.is_file():
+    if not os.path.isfile(path):
         raise TrgcError("E_IO", "no such file or folder", source=str(path))
     return classify_file(path)
 
@@ -160,10 +169,21 @@ def build_table(
     return table_from_vocab(vocab, eos_override=eos, vocab_size=vocab_size, source=str(src.path))
 
 
-def load_tokenizer(path: str | Path, **options) -> TokenTable:
-    """A `.trt` token table, or a tokenizer file/folder built in memory (`build_table` options)."""
+def load_tokenizer(path: Any, **options) -> TokenTable:
+    """A `.trt` token table, or a tokenizer file/folder built in memory (`build_table` options:
+    `eos`, `vocab_size` (the model's, padding with unused ids), `specials`).
+
+    `path` may also be a live tokenizer object: a `tokenizers.Tokenizer`, a transformers
+    tokenizer or a `tiktoken.Encoding` (`trgc.tokenizer.live`), with the same options; a
+    `TokenTable` is returned as it is. Any other type is `E_ARGUMENT_TYPE`."""
+    if isinstance(path, TokenTable) and not options:
+        return path
+    if not isinstance(path, str | PathLike):
+        from trgc.tokenizer.live import table_from_object
+
+        return table_from_object(path, **options)
     path = Path(path)
-    if path.suffix == TABLE_SUFFIX or (path.is_file() and _starts_like_table(path)):
+    if path.suffix == TABLE_SUFFIX or (os.path.isfile(path) and _starts_like_table(path)):
         if options:
             raise TrgcError(
                 "E_USAGE",
@@ -175,5 +195,8 @@ def load_tokenizer(path: str | Path, **options) -> TokenTable:
 
 
 def _starts_like_table(path: Path) -> bool:
-    with path.open("rb") as handle:
-        return handle.read(8) == b"TRGCTOK\x00"
+    try:
+        with path.open("rb") as handle:
+            return handle.read(8) == b"TRGCTOK\x00"
+    except OSError as exc:
+        raise TrgcError("E_IO", f"cannot read: {exc.strerror}", source=str(path)) from None

@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from trgc import jsonread
+from trgc.atomic import read_bytes
 from trgc.errors import TrgcError
-from trgc.limits import DEFAULT_LIMITS
+from trgc.limits import DEFAULT_LIMITS, file_cap
 
-MiB = 1024 * 1024
-MAX_SOURCE_BYTES = 512 * MiB  # one uncompressed tokenizer file
+MAX_SOURCE_BYTES = file_cap("tokenizer source")  # one tokenizer file, also uncompressed
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 
@@ -29,13 +29,13 @@ def logical_name(path: Path) -> str:
 
 def read_source(path: Path, *, limit: int = MAX_SOURCE_BYTES) -> bytes:
     """The uncompressed bytes of a tokenizer file; zstd frames are decompressed transparently."""
-    try:
-        size = path.stat().st_size
-        if size > limit:
-            raise _too_large(path, size, limit)
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise TrgcError("E_IO", f"cannot read file: {exc.strerror}", source=str(path)) from None
+    raw = read_bytes(
+        path,
+        limit,
+        code="E_TOKENIZER_TOO_LARGE",
+        what="the tokenizer file",
+        hint="no real tokenizer file is that large",
+    )
     if raw.startswith(ZSTD_MAGIC):
         return decompress_zstd(raw, source=str(path), limit=limit)
     if path.name.endswith(".zst"):
@@ -46,7 +46,9 @@ def read_source(path: Path, *, limit: int = MAX_SOURCE_BYTES) -> bytes:
 
 
 def decompress_zstd(raw: bytes, *, source: str, limit: int = MAX_SOURCE_BYTES) -> bytes:
-    """Decompress one complete zstd frame, refusing corruption, truncation and oversized output.
+    """Decompress exactly one complete zstd frame, refusing corruption, truncation, oversized
+    output and anything after the frame (a second frame or junk, which a one-shot decompress
+    would silently drop).
 
     A failure is `E_TOKENIZER_ZSTD` with `details["truncated"]` telling a cut-off frame (the
     data decodes cleanly but ends early) from corrupted data.
@@ -62,7 +64,10 @@ def decompress_zstd(raw: bytes, *, source: str, limit: int = MAX_SOURCE_BYTES) -
     if declared > limit:
         raise _too_large(Path(source), declared, limit)
     try:
-        return zstandard.ZstdDecompressor().decompress(raw, max_output_size=limit)
+        content = zstandard.ZstdDecompressor().decompress(raw, max_output_size=limit)
+        # the same first frame again, now known to be at most `limit` bytes, to see what follows
+        stream = zstandard.ZstdDecompressor().decompressobj()
+        stream.decompress(raw)
     except zstandard.ZstdError as exc:
         truncated = declared >= 0 and _ends_early(raw)
         raise TrgcError(
@@ -72,6 +77,15 @@ def decompress_zstd(raw: bytes, *, source: str, limit: int = MAX_SOURCE_BYTES) -
             hint="re-download or re-compress the file (zstd -t FILE checks it)",
             details={"truncated": truncated},
         ) from None
+    if stream.unused_data:
+        raise TrgcError(
+            "E_TOKENIZER_ZSTD",
+            f"{len(stream.unused_data):,} bytes follow the zstd frame (a second frame or junk)",
+            source=source,
+            hint="a trgc input is exactly one zstd frame; re-compress the file",
+            details={"truncated": False},
+        )
+    return content
 
 
 def _ends_early(raw: bytes) -> bool:

@@ -124,17 +124,11 @@ class TokenTable:
         if blob.startswith(codec.ZSTD_MAGIC):
             blob = codec.decompress_zstd(blob, source=source or "<bytes>")
         header, kinds, lengths, data, _ = codec.decode_body(blob, source=source)
-        try:
-            special = {str(k): int(v) for k, v in header["special_tokens"].items()}
-            added = {str(k): int(v) for k, v in header["added_tokens"].items()}
-            eos = tuple(int(v) for v in header["eos_ids"])
-            metadata = header["metadata"]
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise TrgcError(
-                "E_TOKENIZER_TABLE_CORRUPT",
-                f"header field missing or malformed: {exc}",
-                source=source,
-            ) from None
+        _check_header(header, source)
+        special = dict(header["special_tokens"])
+        added = dict(header["added_tokens"])
+        eos = tuple(header["eos_ids"])
+        metadata = header["metadata"]
         return cls(
             kinds=kinds,
             lengths=lengths,
@@ -154,6 +148,36 @@ class TokenTable:
 
     def __repr__(self) -> str:
         return f"TokenTable(vocab_size={self.vocab_size}, family={self.metadata.get('family')!r}, {self.sha256[:19]}…)"
+
+
+def _is_id(value: object) -> bool:
+    return type(value) is int and 0 <= value < 1 << 63
+
+
+# The header of a `.trt` file: each field and what its value must be (exact JSON types: `true`
+# is not the id 1, "5" is not 5).
+HEADER_FIELDS = {
+    "added_tokens": lambda v: isinstance(v, dict) and all(_is_id(i) for i in v.values()),
+    "eos_ids": lambda v: isinstance(v, list) and all(_is_id(i) for i in v) and v == sorted(set(v)),
+    "metadata": lambda v: isinstance(v, dict),
+    "special_tokens": lambda v: isinstance(v, dict) and all(_is_id(i) for i in v.values()),
+}
+
+
+def _check_header(header: dict, source: str | None) -> None:
+    if sorted(header) != sorted(HEADER_FIELDS):
+        raise TrgcError(
+            "E_TOKENIZER_TABLE_CORRUPT",
+            f"header fields are {sorted(header)[:8]}, expected {sorted(HEADER_FIELDS)}",
+            source=source,
+        )
+    for name, valid in HEADER_FIELDS.items():
+        if not valid(header[name]):
+            raise TrgcError(
+                "E_TOKENIZER_TABLE_CORRUPT",
+                f"header field {name!r} is malformed (ids are integers, EOS ids sorted and unique)",
+                source=source,
+            )
 
 
 def _check_consistent(table: TokenTable, lengths: np.ndarray, source: str | None) -> None:

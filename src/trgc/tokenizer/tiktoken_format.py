@@ -11,6 +11,7 @@ caller), in one of two shapes found in real distributions:
 from __future__ import annotations
 
 import binascii
+import os
 from pathlib import Path
 
 from trgc.errors import Span, TrgcError
@@ -67,7 +68,7 @@ def parse_ranks(data: bytes, source: str) -> dict[int, bytes]:
 
 def find_sidecar(path: Path, sidecar: Path | None) -> Path:
     candidate = sidecar if sidecar is not None else path.parent / SIDECAR
-    if not candidate.is_file():
+    if not os.path.isfile(candidate):
         raise TrgcError(
             "E_TOKENIZER_MISSING_FILE",
             f"a tiktoken rank file has no special tokens of its own; {candidate} does not exist",
@@ -113,6 +114,13 @@ def load_tiktoken(path: Path, sidecar: Path | None = None) -> Vocab:
     source = str(path)
     data = read_source(path)
     ranks = parse_ranks(data, source)
+    if not ranks:
+        raise TrgcError(
+            "E_TOKENIZER_TIKTOKEN",
+            "the rank file holds no tokens",
+            source=source,
+            hint="a tiktoken rank file has one `BASE64 RANK` line per token",
+        )
     side = find_sidecar(path, sidecar)
     encoding = logical_name(path).removesuffix(".tiktoken")
     specials, extra = read_sidecar(side, encoding)
@@ -130,7 +138,7 @@ def load_tiktoken(path: Path, sidecar: Path | None = None) -> Vocab:
         added=[
             AddedToken(i, name, True) for name, i in sorted(specials.items(), key=lambda kv: kv[1])
         ],
-        files={logical_name(path): sha256_hex(data), side.name: sha256_hex(side.read_bytes())},
+        files={logical_name(path): sha256_hex(data), side.name: sha256_hex(read_source(side))},
         declared_size=declared if type(declared) is int else None,
         extra={
             "string_style": "raw_bytes",

@@ -5,13 +5,17 @@ files, `sentencepiece` for `.model` files) reads the *original* source files and
 probe document; concatenating our bytes for the ids it returns must give exactly the text it
 encoded. That text is the probe document after the tokenizer's own normalisation (NFC for Qwen,
 the `▁` dummy prefix for SentencePiece-style models), which the same library reports. Vocabulary
-size, special-token ids and (where the library exposes them) every token's bytes are compared too.
+size, special-token ids and every token's bytes are compared too: tiktoken's and sentencepiece's
+pieces directly, and for a Hugging Face file each id's vocabulary string as the `tokenizers`
+library returns it (`id_to_token`), turned into bytes by the library's own machinery
+(`library_byte_alphabet`, the library's decoder); see docs/token-table-format.md.
 """
 
 from __future__ import annotations
 
 import base64
 import importlib.metadata
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -23,6 +27,8 @@ from trgc.tokenizer.sources import read_source
 from trgc.tokenizer.table import KIND_BYTE, KIND_SPECIAL, KIND_UNUSED, TokenTable
 
 _SHOW_IDS = 256  # ids listed per mismatching document
+_MAX_TOKEN_PROBLEMS = 100  # per-id byte differences listed (all are counted)
+_BYTE_PIECE = re.compile(r"<0x([0-9A-F]{2})>")
 
 
 @dataclass
@@ -51,6 +57,8 @@ class VerifyReport:
     mismatches: list[Mismatch] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # vocab size, special ids, token bytes
     checked_token_bytes: int = 0
+    # ids whose comparison used a byte the library never yields alone (see library_byte_alphabet)
+    inferred_token_bytes: int = 0
 
     @property
     def ok(self) -> bool:
@@ -64,9 +72,22 @@ class VerifyReport:
             "tokens": self.tokens,
             "normalized_documents": self.normalized_documents,
             "checked_token_bytes": self.checked_token_bytes,
+            "inferred_token_bytes": self.inferred_token_bytes,
             "mismatches": [m.to_dict() for m in self.mismatches],
             "problems": self.problems,
         }
+
+
+PROBE_RESOURCE = "probe.txt"  # the default probe corpus, shipped inside trgc.tokenizer
+
+
+def default_probe() -> tuple[str, str]:
+    """The probe corpus shipped with trgc (ASCII, code, JSON, tool-call tags, CJK, emoji,
+    combining marks, other scripts, whitespace runs) and where it was read from."""
+    from importlib.resources import files
+
+    resource = files("trgc.tokenizer").joinpath(PROBE_RESOURCE)
+    return resource.read_text(encoding="utf-8"), str(resource)
 
 
 def probe_documents(text: str) -> list[str]:
@@ -98,6 +119,7 @@ def verify_table(
     report.problems += _source_hash_problems(src, table)
     report.problems += adapter.structure_problems()
     report.checked_token_bytes = adapter.checked
+    report.inferred_token_bytes = adapter.inferred
     docs = probe_documents(probe)
     for k, doc in enumerate(docs):
         ids = adapter.encode(doc)
@@ -175,6 +197,7 @@ class _Adapter(ABC):
 
     name = ""
     checked = 0
+    inferred = 0
 
     def __init__(self, src: Source, table: TokenTable, specials: Path | None) -> None:
         self.src = src
@@ -272,7 +295,90 @@ class _HFAdapter(_Adapter):
                 )
             elif not t.special and self.table.token_bytes(i) != t.content.encode("utf-8"):
                 out.append(f"added token {t.content!r} ({i}): table bytes differ")
+        return out + self.token_bytes_problems(set(added))
+
+    def token_bytes_problems(self, added: set[int]) -> list[str]:
+        """Every model id's bytes against what the library yields for it: its vocabulary
+        string (`id_to_token`) mapped through the library's byte alphabet (byte-level), or
+        decoded by the library's decoder behind a plain anchor piece (SentencePiece style;
+        `<0xNN>` byte pieces are byte NN, the ByteFallback convention)."""
+        import tokenizers
+
+        if self.sp_style:
+            alphabet, inferred_chars = {}, frozenset()
+        else:
+            alphabet, inferred_chars = library_byte_alphabet(tokenizers)
+        unk = getattr(self.tok.model, "unk_token", None)
+        out: list[str] = []
+        count = 0
+        n = min(self.tok.get_vocab_size(with_added_tokens=True), self.table.vocab_size)
+        for i in range(n):
+            if i in added:
+                continue
+            piece = self.tok.id_to_token(i)
+            if piece is None:
+                if self.table.kinds[i] != KIND_UNUSED:
+                    out.append(f"token {i}: no token in the library, {self.table.kinds[i]} in the table")
+                continue
+            self.checked += 1
+            if piece == unk and self.sp_style:
+                if self.table.special_tokens.get(piece) != i:
+                    out.append(f"token {i} ({piece!r}) is the library's unknown token; the table does not name it")
+                continue
+            if self.sp_style:
+                expected = self._sp_piece_bytes(piece)
+            else:
+                expected = bytes(alphabet[c] for c in piece if c in alphabet)
+                if len(expected) != len(piece):
+                    expected = None
+                self.inferred += bool(inferred_chars.intersection(piece))
+            ours = self.table.token_bytes(i)
+            if expected is None:
+                out.append(f"token {i} ({piece!r}): the library's string has characters outside its byte alphabet")
+            elif ours != expected:
+                count += 1
+                if count <= _MAX_TOKEN_PROBLEMS:
+                    out.append(f"token {i} ({piece!r}): library bytes {expected.hex()}, table {ours.hex()}")
+        if count > _MAX_TOKEN_PROBLEMS:
+            out.append(f"... {count - _MAX_TOKEN_PROBLEMS} more ids whose bytes differ")
         return out
+
+    def _sp_piece_bytes(self, piece: str) -> bytes | None:
+        match = _BYTE_PIECE.fullmatch(piece)
+        if match:
+            return bytes([int(match.group(1), 16)])
+        decoder = self.tok.decoder
+        if decoder is None:
+            return None
+        text = decoder.decode(["A", piece])  # behind an anchor no decoder strips or merges
+        return text[1:].encode("utf-8") if text.startswith("A") else None
+
+
+def library_byte_alphabet(tokenizers) -> tuple[dict[str, int], frozenset[str]]:
+    """The byte-level alphabet (character -> byte) as the `tokenizers` library maps it.
+
+    The library's ByteLevel pre-tokenizer turns each UTF-8 byte of a text into one character;
+    fed one text holding every byte that can occur in UTF-8 (all of 00-7F, 80-BF and C2-F4),
+    it shows 243 of the 256 pairs. The other 13 bytes (C0, C1, F5-FF) never occur in UTF-8 text,
+    so no library call yields them; the 13 characters of `ByteLevel.alphabet()` that remain are
+    paired with them in ascending order (GPT-2's construction). Returns the mapping and the set
+    of those 13 inferred characters."""
+    pre = tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    leads3 = [0x800, *(lead << 12 for lead in range(1, 16) if lead != 0xD), 0xD000]
+    points = [*range(0x800), *leads3, 0x10000, 0x40000, 0x80000, 0xC0000, 0x100000]
+    text = "".join(map(chr, points))
+    mapped = "".join(piece for piece, _ in pre.pre_tokenize_str(text))
+    alphabet: dict[str, int] = {}
+    for byte, char in zip(text.encode("utf-8"), mapped, strict=True):
+        alphabet.setdefault(char, byte)
+    rest_chars = sorted(set(tokenizers.pre_tokenizers.ByteLevel.alphabet()) - set(alphabet))
+    rest_bytes = sorted(set(range(256)) - set(alphabet.values()))
+    if len(alphabet) != 243 or len(rest_chars) != len(rest_bytes):
+        raise TrgcError(
+            "E_INTERNAL", f"the tokenizers library's byte alphabet has {len(alphabet)} observable pairs"
+        )
+    alphabet.update(zip(rest_chars, rest_bytes, strict=True))
+    return alphabet, frozenset(rest_chars)
 
 
 def _prefix_space(tok) -> bool:
@@ -309,7 +415,7 @@ class _TiktokenAdapter(_Adapter):
             if line:
                 token, rank = line.split()
                 ranks[base64.b64decode(token)] = int(rank)
-        sidecar = json.loads(find_sidecar(src.path, specials).read_bytes())
+        sidecar = json.loads(read_source(find_sidecar(src.path, specials)))
         entry = (
             sidecar
             if "special_tokens" in sidecar

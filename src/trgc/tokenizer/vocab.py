@@ -8,6 +8,7 @@ resolved from config names, family rules, or the caller's explicit override.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -215,13 +216,22 @@ def _resolve_eos(
     return sorted(set(ids)), how
 
 
-def token_name(value: Any) -> str | None:
-    """A config token field: a string, or an object with `content` (AddedToken form)."""
+def token_name(value: Any, *, field: str, source: str) -> str | None:
+    """A config token field: null, a string, or an object with `content` (AddedToken form);
+    anything else (`"eos_token": 5`) is `E_TOKENIZER_FORMAT`, never silently ignored."""
+    if value is None:
+        return None
     if isinstance(value, str):
         return value
     if isinstance(value, dict) and isinstance(value.get("content"), str):
         return value["content"]
-    return None
+    raise TrgcError(
+        "E_TOKENIZER_FORMAT",
+        f"{field} must be a token name (a string or an object with a string content), "
+        f"got {str(value)[:60]!r}",
+        source=source,
+        hint="an id belongs in generation_config.json's eos_token_id or --eos ID",
+    )
 
 
 def read_config(folder: Path, vocab: Vocab) -> dict:
@@ -233,7 +243,7 @@ def read_config(folder: Path, vocab: Vocab) -> dict:
     config: dict = {}
     for name in ("tokenizer_config.json", "generation_config.json"):
         path = folder / name
-        if not path.is_file():
+        if not os.path.isfile(path):
             continue
         doc, digest = read_json(path)
         if not isinstance(doc, dict):
@@ -241,7 +251,7 @@ def read_config(folder: Path, vocab: Vocab) -> dict:
         vocab.files[name] = digest
         if name == "tokenizer_config.json":
             config = doc
-            eos = token_name(doc.get("eos_token"))
+            eos = token_name(doc.get("eos_token"), field="eos_token", source=str(path))
             if eos is not None:
                 vocab.eos_names.append(eos)
         else:

@@ -9,6 +9,7 @@ marked special and listed in the table's metadata, so nothing is silently treate
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from trgc.errors import TrgcError
@@ -24,7 +25,7 @@ def merges_file_for(vocab_path: Path) -> Path:
     name = logical_name(vocab_path)
     partner = dict(PAIRS).get(name, "merges.txt")
     for candidate in (vocab_path.parent / partner, vocab_path.parent / f"{partner}.zst"):
-        if candidate.is_file():
+        if os.path.isfile(candidate):
             return candidate
     raise TrgcError(
         "E_TOKENIZER_MISSING_FILE",
@@ -121,13 +122,19 @@ def _added_tokens(folder: Path, config: dict, vocab: Vocab) -> list[AddedToken]:
                 source=str(folder / "tokenizer_config.json"),
             )
         by_id[int(key)] = AddedToken(int(key), entry["content"], bool(entry.get("special", False)))
+    config_path = str(folder / "tokenizer_config.json")
     named = {
-        token_name(config.get(k)) for k in ("bos_token", "eos_token", "unk_token", "pad_token")
+        token_name(config.get(k), field=k, source=config_path)
+        for k in ("bos_token", "eos_token", "unk_token", "pad_token")
     }
     extra = config.get("additional_special_tokens", [])
-    named |= {token_name(t) for t in extra} if isinstance(extra, list) else set()
+    if not isinstance(extra, list):
+        raise TrgcError(
+            "E_TOKENIZER_FORMAT", "additional_special_tokens must be a list", source=config_path
+        )
+    named |= {token_name(t, field="additional_special_tokens", source=config_path) for t in extra}
     path = folder / "added_tokens.json"
-    if path.is_file():
+    if os.path.isfile(path):
         doc, digest = read_json(path)
         vocab.files["added_tokens.json"] = digest
         if not isinstance(doc, dict):

@@ -5,7 +5,8 @@ authority. `run_request` checks, in this order and stopping at the first failure
 strict JSON; the exact field set at every level; field formats; name@version against the
 registry; capability; schema hashes; authorization class against the tool's authority;
 limits against the tool's ceilings; the input against its schema, then its canonical size. Then it
-runs the tool under a deterministic operation budget and returns the result record and the
+runs the tool under a deterministic operation budget and the request's wall-clock limit
+(`trgc.tools.deadline`), and returns the result record and the
 typed reinsertion record (role tool_result, trust untrusted_data), which trgc serialises and
 escapes itself (`reinsertion_text`). See docs/tool-envelope.md.
 """
@@ -20,7 +21,8 @@ from trgc.errors import TrgcError
 from trgc.jsonread import read_json
 from trgc.limits import DEFAULT_LIMITS
 from trgc.tools import strictjson
-from trgc.tools.builtin import Outcome
+from trgc.tools.deadline import Clock, Deadline, WallClockExceeded
+from trgc.tools.outcome import Outcome
 from trgc.tools.registry import OPERATIONS_PER_MS, REGISTRY, ToolDefinition, lookup
 from trgc.tools.strictjson import BOOLEAN, INTEGER, NULLABLE_STRING, OBJECT, STRING, pointer
 
@@ -147,12 +149,6 @@ def _check_input(value: object, schema: dict, at: str) -> None:
     value = strictjson.check_object(value, spec, CODES, at)
     for name, rule in schema["properties"].items():
         text = value[name]
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:
-            raise _value_error(
-                f"{name!r} contains a lone surrogate escape", at + pointer(name)
-            ) from None
         if len(text) > rule["maxLength"]:
             raise _value_error(
                 f"{name!r} has {len(text):,} characters, over the schema's maxLength of {rule['maxLength']:,}",
@@ -240,11 +236,36 @@ def reinsertion_text(record: dict) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def execute(request: dict, definition: ToolDefinition) -> ToolRun:
-    """Run a validated request and build its result and reinsertion records."""
-    limits = request["limits"]
+def _timed_out(timeout_ms: int, elapsed_ns: int) -> Outcome:
+    message = (
+        f"the tool ran {elapsed_ns // 1_000_000}.{elapsed_ns // 1000 % 1000:03d} ms of "
+        f"wall-clock time, over limits.timeout_ms = {timeout_ms:,}; its result is discarded"
+    )
+    content = {"error": {"code": "E_TOOL_TIMEOUT", "message": message}}
+    return Outcome("error", content, 0, "wall_clock_timeout", deterministic=False)
+
+
+def run_tool(
+    definition: ToolDefinition, data: dict, limits: dict, clock: Clock | None = None
+) -> tuple[Outcome, int]:
+    """Run the tool under both halves of `timeout_ms`: the deterministic operation budget
+    `min(operations, timeout_ms × OPERATIONS_PER_MS)` and the wall clock. Returns the outcome
+    and the operation budget."""
     budget = min(limits["operations"], limits["timeout_ms"] * OPERATIONS_PER_MS)
-    outcome: Outcome = definition.run(request["input"], budget)
+    deadline = Deadline(limits["timeout_ms"], clock)
+    try:
+        outcome = definition.run(data, budget, deadline.check)
+        deadline.check()  # a result produced after the limit is not delivered
+    except WallClockExceeded as stop:
+        outcome = _timed_out(limits["timeout_ms"], stop.elapsed_ns)
+    return outcome, budget
+
+
+def execute(request: dict, definition: ToolDefinition, *, clock: Clock | None = None) -> ToolRun:
+    """Run a validated request and build its result and reinsertion records; `clock`
+    (monotonic nanoseconds) replaces the host's clock, for tests."""
+    limits = request["limits"]
+    outcome, budget = run_tool(definition, request["input"], limits, clock)
     full = strictjson.canonical_bytes(outcome.content)
     content, truncated = truncate_content(outcome.content, limits["output_bytes"])
     result_sha256 = strictjson.sha256_hex(full)
@@ -263,7 +284,8 @@ def execute(request: dict, definition: ToolDefinition) -> ToolRun:
         "content": content,
         "provenance": {
             "implementation": definition.implementation,
-            "deterministic": True,
+            "implementation_hash": definition.implementation_hash,
+            "deterministic": outcome.deterministic,
             "stop_reason": outcome.stop_reason,
             "operations": outcome.operations,
             "operation_budget": budget,
@@ -296,6 +318,7 @@ def parse_request(data: bytes | str | dict, source: str | None = None) -> dict:
         max_bytes=DEFAULT_LIMITS.input_bytes,
         max_depth=MAX_REQUEST_DEPTH,
         floats="reject",
+        surrogate_code="E_ENVELOPE_VALUE",
         source=source,
     )
     if not isinstance(parsed, dict):
@@ -308,7 +331,9 @@ def parse_request(data: bytes | str | dict, source: str | None = None) -> dict:
     return parsed
 
 
-def run_request(data: bytes | str | dict, source: str | None = None) -> ToolRun:
+def run_request(
+    data: bytes | str | dict, source: str | None = None, *, clock: Clock | None = None
+) -> ToolRun:
     """Parse, validate and execute one tinyrust-tool-1 request."""
     request = parse_request(data, source)
     try:
@@ -316,7 +341,7 @@ def run_request(data: bytes | str | dict, source: str | None = None) -> ToolRun:
     except TrgcError as error:
         error.source = error.source or source
         raise
-    return execute(request, definition)
+    return execute(request, definition, clock=clock)
 
 
 def request_template(tool: str) -> dict:

@@ -3,8 +3,9 @@
 An extraction result holds, per field, a status (supported | unknown | unsupported |
 conflict), a value, evidence spans (byte ranges of source documents named by the SHA-256 of
 their bytes, with the SHA-256 of the quoted bytes and one listed transform), a unit and a
-validation block. `check_evidence` re-derives everything it can from the sources and
-reports every failed check per field. It never changes the result: failures are reported,
+validation block. `check_evidence` re-derives everything it can from the sources (and, given
+the application schema, the validation flags: `trgc.tools.evidence_schema`) and reports
+every failed check per field. It never changes the result: failures are reported,
 not repaired. Malformed documents raise the evidence error codes (exit 2); failed checks are findings
 (exit 1). See docs/evidence.md for the rules and the finding codes.
 """
@@ -18,8 +19,9 @@ from pathlib import Path
 
 from trgc.errors import TrgcError
 from trgc.jsonread import read_json
-from trgc.limits import DEFAULT_LIMITS
+from trgc.limits import DEFAULT_LIMITS, file_cap
 from trgc.tools import strictjson
+from trgc.tools.evidence_schema import FLAGS, AppSchema, recompute
 from trgc.tools.strictjson import (
     ANY,
     ARRAY,
@@ -33,7 +35,7 @@ from trgc.tools.strictjson import (
 
 PROTOCOL = "trgc-evidence-check-1"
 MAX_RESULT_BYTES = DEFAULT_LIMITS.input_bytes
-MAX_SOURCE_BYTES = 64 * 1024 * 1024
+MAX_SOURCE_BYTES = file_cap("evidence source")
 MAX_RESULT_DEPTH = 32
 STATUSES = ("supported", "unknown", "unsupported", "conflict")
 TRANSFORMS = ("exact", "trim", "casefold", "parse_integer", "parse_decimal")
@@ -172,10 +174,19 @@ def _check_shape(document: object) -> dict:
 class _FieldCheck:
     """The findings for one field, in a fixed order: status rules, then each span."""
 
-    def __init__(self, name: str, field: dict, sources: dict[str, tuple[str, bytes]]) -> None:
+    def __init__(
+        self,
+        name: str,
+        field: dict,
+        sources: dict[str, tuple[str, bytes]],
+        recomputed: tuple[dict, dict] | None = None,
+        declared: bool = True,
+    ) -> None:
         self.name = name
         self.field = field
         self.sources = sources
+        self.recomputed = recomputed  # (flags, reasons) from the application schema, if given
+        self.declared = declared
         self.at = pointer("fields", name)
         self.problems: list[dict] = []
         self.spans: list[dict] = []
@@ -267,13 +278,16 @@ class _FieldCheck:
                         at + pointer("evidence", index),
                         f"{span['transform']} of the quote gives {_jsonable(got)!r}, not the value {_jsonable(value)!r}",
                     )
-            failed = sorted(k for k, v in field["validation"].items() if v is False)
+            flags = field["validation"] if self.recomputed is None else self.recomputed[0]
+            failed = sorted(k for k, v in flags.items() if v is False)
             if failed:
                 self.problem(
                     "validation_failed",
                     at + "/validation",
                     f"a supported field failed {', '.join(failed)}; it cannot be supported",
                 )
+        if self.recomputed is not None:
+            self.check_flags()
         complete = len(evidence) >= 2 and all(d is not None for d in derived)
         # Python equality is exact for str, int and Decimal (12.50 == 12.5 == 12.5 as int/Decimal)
         if status == "conflict" and complete and all(d == derived[0] for d in derived[1:]):
@@ -289,16 +303,46 @@ class _FieldCheck:
             "ok": not self.problems,
             "problems": self.problems,
             "evidence": self.spans,
+            "validation": {
+                "claimed": field["validation"],
+                "recomputed": None if self.recomputed is None else self.recomputed[0],
+            },
         }
+
+    def check_flags(self) -> None:
+        """Each claimed flag against the schema's recomputation: a difference is a finding."""
+        flags, reasons = self.recomputed  # type: ignore[misc]
+        if not self.declared:
+            self.problem(
+                "undeclared_field",
+                self.at,
+                f"the application schema declares no field {self.name!r}",
+            )
+        for flag in FLAGS:
+            claimed = self.field["validation"][flag]
+            if claimed != flags[flag]:
+                self.problem(
+                    "validation_mismatch",
+                    self.at + pointer("validation", flag),
+                    f"claimed {_flag(claimed)}, recomputed {_flag(flags[flag])}: {reasons[flag]}",
+                )
+
+
+def _flag(value: bool | None) -> str:
+    return "null" if value is None else str(value).lower()
 
 
 def check_evidence(
-    result: bytes | str, sources: dict[str, bytes], source: str | None = None
+    result: bytes | str,
+    sources: dict[str, bytes],
+    source: str | None = None,
+    schema: AppSchema | None = None,
 ) -> dict:
     """Check an extraction result against named source documents; return the report.
 
-    Raises `TrgcError` only for malformed input or an exceeded limit; every failed
-    check is a finding in the report (`ok` false).
+    With the application `schema`, the validation flags are recomputed and every claimed
+    flag that differs is a finding. Raises `TrgcError` only for malformed input or an
+    exceeded limit; every failed check is a finding in the report (`ok` false).
     """
     for name, data in sorted(sources.items()):
         if len(data) > MAX_SOURCE_BYTES:
@@ -328,16 +372,48 @@ def check_evidence(
         identity = source_id(content)
         by_id.setdefault(identity, (name, content))
         listed.append({"name": name, "source_id": identity, "bytes": len(content)})
-    checked = [_FieldCheck(name, fields[name], by_id).run() for name in sorted(fields)]
+    flags = None
+    schema_doc = None
+    if schema is not None:
+        values = {
+            name: f["value"] if f["status"] == "supported" else None for name, f in fields.items()
+        }
+        flags = recompute(schema, values)
+        missing = sorted(set(schema.fields) - set(fields))
+        schema_doc = {
+            "sha256": schema.sha256,
+            "problems": [
+                {
+                    "check": "missing_field",
+                    "pointer": pointer("fields", name),
+                    "message": f"the application schema declares {name!r}; the result has no such field",
+                }
+                for name in missing
+            ],
+        }
+    checked = [
+        _FieldCheck(
+            name,
+            fields[name],
+            by_id,
+            None if flags is None else flags[name],
+            schema is None or name in schema.fields,
+        ).run()
+        for name in sorted(fields)
+    ]
+    schema_ok = schema_doc is None or not schema_doc["problems"]
     return {
         "protocol": PROTOCOL,
-        "ok": all(f["ok"] for f in checked),
+        "ok": schema_ok and all(f["ok"] for f in checked),
+        "schema": schema_doc,
         "unicode_version": unicodedata.unidata_version,
         "sources": listed,
         "fields": checked,
         "summary": {
             "fields": len(checked),
             "ok": sum(1 for f in checked if f["ok"]),
-            "problems": sum(len(f["problems"]) for f in checked),
+            "problems": sum(len(f["problems"]) for f in checked)
+            + (0 if schema_doc is None else len(schema_doc["problems"])),
+            "validation": "claimed" if schema is None else "recomputed",
         },
     }

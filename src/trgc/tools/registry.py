@@ -6,7 +6,8 @@ importlib, no lookup by string into a namespace). `REGISTRY` maps each `ToolId` 
 its definition, including the implementation function it was written with.
 
 Every tool is read-only and deterministic, and runs under the `automatic_read_only`
-authorization class. Schema hashes are the SHA-256 of the canonical JSON of each schema.
+authorization class. Schema hashes are the SHA-256 of the canonical JSON of each schema; the
+`implementation_hash` is that of the source files listed in `modules` (`trgc.tools.identity`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from trgc.tools import builtin, strictjson
+from trgc.tools import calculator, identity, strictjson, text
+from trgc.tools.outcome import Checkpoint, Outcome
 from trgc.tools.tinycalc import IMPLEMENTATION as TINYCALC_IMPLEMENTATION
 
 TEXT_IMPLEMENTATION = "trgc-text-1.0.0"
@@ -52,7 +54,12 @@ class ToolDefinition:
     output_schema: dict
     ceilings: Ceilings
     implementation: str
-    run: Callable[[dict, int], builtin.Outcome]
+    modules: tuple[str, ...]  # the tools-layer source files that define the implementation
+    run: Callable[[dict, int, Checkpoint], Outcome]
+
+    @property
+    def implementation_hash(self) -> str:
+        return identity.registered_hash(self.implementation, self.modules)
 
     @property
     def input_sha256(self) -> str:
@@ -69,6 +76,7 @@ class ToolDefinition:
             "capability": self.capability,
             "authority": self.authority,
             "implementation": self.implementation,
+            "implementation_hash": self.implementation_hash,
             "input_sha256": self.input_sha256,
             "output_sha256": self.output_sha256,
             "input_schema": self.input_schema,
@@ -132,7 +140,8 @@ REGISTRY = MappingProxyType(
                 input_bytes=32_768, output_bytes=65_536, operations=10_000, timeout_ms=1_000
             ),
             implementation=TINYCALC_IMPLEMENTATION,
-            run=builtin.calculator_evaluate,
+            modules=("calculator.py", "outcome.py", "tinycalc.py", "decimal128.py"),
+            run=calculator.calculator_evaluate,
         ),
         ToolId.TEXT_LENGTH: ToolDefinition(
             tool=ToolId.TEXT_LENGTH,
@@ -151,7 +160,8 @@ REGISTRY = MappingProxyType(
             ),
             ceilings=_TEXT_CEILINGS,
             implementation=TEXT_IMPLEMENTATION,
-            run=builtin.text_length,
+            modules=("text.py", "outcome.py"),
+            run=text.text_length,
         ),
         ToolId.TEXT_TRIM: ToolDefinition(
             tool=ToolId.TEXT_TRIM,
@@ -163,7 +173,8 @@ REGISTRY = MappingProxyType(
             output_schema=_output(_closed_object({"text": {"type": "string"}})),
             ceilings=_TEXT_CEILINGS,
             implementation=TEXT_IMPLEMENTATION,
-            run=builtin.text_trim,
+            modules=("text.py", "outcome.py"),
+            run=text.text_trim,
         ),
     }
 )
@@ -175,3 +186,15 @@ def lookup(name: str, version: str) -> ToolDefinition | None:
         if definition.name == name and definition.version == version:
             return definition
     return None
+
+
+def tool_identities() -> list[dict]:
+    """Every registered tool's identity, in registry order, as traces record it."""
+    return [
+        {
+            "tool": d.tool.value,
+            "implementation": d.implementation,
+            "implementation_hash": d.implementation_hash,
+        }
+        for d in REGISTRY.values()
+    ]

@@ -4,6 +4,8 @@
 recursion, so nesting depth is limited by a counter, never by the interpreter); `evaluate`
 runs the program over `decimal128` values. Syntax, semantics, limits and the record format
 are specified in docs/tinycalc.md; grammars/tinycalc.trg is the same syntax in trg-1.
+Both phases call an optional `checkpoint()` once per charged operation and once per executed
+step, so a caller can stop a long evaluation (the tool envelope's wall-clock limit does).
 
 Syntax (whitespace = space, tab, CR, LF, allowed before and after every token):
 
@@ -20,10 +22,13 @@ Syntax (whitespace = space, tab, CR, LF, allowed before and after every token):
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from trgc.errors import Span, TrgcError
 from trgc.tools import decimal128 as d128
+
+Checkpoint = Callable[[], None]
 
 PROTOCOL = "tinycalc-1"
 IMPLEMENTATION = "trgc-tinycalc-1.0.0"
@@ -149,15 +154,20 @@ def _digits_end(source: bytes, pos: int) -> int:
 class _Parser:
     """Shunting-yard over bytes with the three states operand / after-primary / operator."""
 
-    def __init__(self, source: bytes, limits: CalcLimits) -> None:
+    def __init__(
+        self, source: bytes, limits: CalcLimits, checkpoint: Checkpoint | None = None
+    ) -> None:
         self.source = source
         self.limits = limits
+        self.checkpoint = checkpoint
         self.code: list[tuple[int, object, int]] = []
         self.stack: list[tuple[int, int]] = []  # (opcode or _OPEN, byte offset)
         self.depth = 0
         self.operations = 0
 
     def charge(self, count: int, pos: int) -> None:
+        if self.checkpoint is not None:
+            self.checkpoint()
         self.operations += count
         if self.operations > self.limits.operations:
             raise TrgcError(
@@ -284,16 +294,22 @@ class _Parser:
                 raise _syntax(source, pos, expected)
 
 
-def parse(expression: str | bytes, limits: CalcLimits = DEFAULT_CALC_LIMITS) -> Program:
+def parse(
+    expression: str | bytes,
+    limits: CalcLimits = DEFAULT_CALC_LIMITS,
+    checkpoint: Checkpoint | None = None,
+) -> Program:
     """Parse a tinycalc-1 expression (syntax and limits only; values are checked by `run`)."""
-    return _Parser(_encode(expression, limits), limits).run()
+    return _Parser(_encode(expression, limits), limits, checkpoint).run()
 
 
-def run(program: Program) -> tuple[int, bool]:
+def run(program: Program, checkpoint: Checkpoint | None = None) -> tuple[int, bool]:
     """Evaluate a parsed program: the scaled value and whether no step rounded."""
     values: list[int] = []
     exact = True
     for op, arg, offset in program.code:
+        if checkpoint is not None:
+            checkpoint()
         try:
             if op == LIT:
                 values.append(d128.from_literal(*arg))  # type: ignore[misc]
@@ -327,10 +343,15 @@ def expression_sha256(expression: str | bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def evaluate(expression: str | bytes, limits: CalcLimits = DEFAULT_CALC_LIMITS) -> CalcResult:
-    """Parse and evaluate; raises `TrgcError` (a tinycalc or limit code) on failure."""
-    program = parse(expression, limits)
-    scaled, exact = run(program)
+def evaluate(
+    expression: str | bytes,
+    limits: CalcLimits = DEFAULT_CALC_LIMITS,
+    checkpoint: Checkpoint | None = None,
+) -> CalcResult:
+    """Parse and evaluate; raises `TrgcError` (a tinycalc or limit code) on failure, and
+    whatever `checkpoint` raises."""
+    program = parse(expression, limits, checkpoint)
+    scaled, exact = run(program, checkpoint)
     return CalcResult(expression_sha256(expression), scaled, exact, program.operations)
 
 

@@ -87,6 +87,9 @@ _VALUE_CHECKED = frozenset(
     }
 )
 _SHARE_ABOVE = 48  # subtrees larger than this are shared through a helper rule instead of copied
+# what proving one pair of oneOf branches disjoint is charged against the operations limit
+# (projected before the pairwise check: n branches cost n(n-1)/2 pairs)
+_OPERATIONS_PER_PAIR = 256
 _MAPS_OF_SCHEMAS = frozenset(
     {"properties", "$defs", "definitions", "patternProperties", "dependentSchemas"}
 )
@@ -180,7 +183,7 @@ class Lowering:
             "profile": "trj-1",
             "separators": separators,
         }
-        self.b = Builder(self.grammar)
+        self.b = Builder(self.grammar, limits.states)
         self.rule_of: dict[str, str] = {}
         self.names: set[str] = set()
         self.pending: list[tuple[str, str, object]] = []
@@ -198,6 +201,7 @@ class Lowering:
         self._rule_for("", self.root, name="root")
         while self.pending:
             name, pointer, schema = self.pending.pop(0)
+            self.b.begin_rule(name)
             body = self._drive(("schema", schema, pointer))
             if body is None:
                 where, why = self.unsat or (pointer, "no value satisfies this schema")
@@ -206,6 +210,7 @@ class Lowering:
                 )
             self.grammar.rules.append(Rule(name, body, 0, 0, pointer=pointer))
         if self.any_used:
+            self.b.begin_rule(ANY_RULE)
             self.grammar.rules.append(Rule(ANY_RULE, self._any_value_body(), 0, 0, pointer=None))
         return self.grammar
 
@@ -657,12 +662,14 @@ class Lowering:
             raw, ptr = v["enum"]
             if not isinstance(raw, list):
                 raise TrgcError("E_SCHEMA_INVALID", "enum must be an array", pointer=ptr)
-            keys = [value_key(x) for x in raw]
-            if len(set(keys)) != len(keys):
-                dup = next(raw[i] for i, k in enumerate(keys) if keys.index(k) != i)
-                raise TrgcError(
-                    "E_SCHEMA_INVALID", f"enum lists {json.dumps(dup)} twice", pointer=ptr
-                )
+            seen: set[str] = set()
+            for x in raw:
+                key = value_key(x)
+                if key in seen:
+                    raise TrgcError(
+                        "E_SCHEMA_INVALID", f"enum lists {json.dumps(x)[:80]} twice", pointer=ptr
+                    )
+                seen.add(key)
             values = list(raw)
         if "const" in v:
             const = v["const"][0]
@@ -684,11 +691,10 @@ class Lowering:
                 "no enum/const value satisfies the other keywords" if values else "enum is empty",
             )
             return None
-        spellings: list[str] = []
-        for x in kept:
-            for text in self._spellings(x):
-                if text not in spellings:
-                    spellings.append(text)
+        spellings = list(dict.fromkeys(text for x in kept for text in self._spellings(x)))
+        # projected before any node is built: a literal of n bytes needs n + 1 NFA states
+        needed = 2 + sum(len(text.encode("utf-8")) + 1 for text in spellings)
+        self.b.check_room(needed, f"the {len(spellings):,} enum/const members at #{pointer}")
         return self.b.alt(*(self.b.lit(text) for text in spellings))
 
     def _spellings(self, value: object) -> list[str]:
@@ -898,15 +904,37 @@ class Lowering:
         return False
 
     def _check_disjoint(self, views: list[tuple[View, str]], pointer: str) -> None:
+        values = [self._values(v) for v, _ in views]
+        if all(found is not None for found in values):
+            # every branch is a finite set of values: disjoint exactly when no value repeats,
+            # which one pass over the values decides (no pairwise comparison)
+            owner: dict[str, int] = {}
+            for i, found in enumerate(values):
+                for key in sorted(found):
+                    j = owner.setdefault(key, i)
+                    if j != i:
+                        raise self._overlap(views[j][1], views[i][1], pointer)
+            return
+        pairs = len(views) * (len(views) - 1) // 2
+        check_limit(
+            "operations",
+            pairs * _OPERATIONS_PER_PAIR,
+            self.limits.operations,
+            f"proving the {len(views):,} oneOf branches at #{pointer} pairwise disjoint",
+        )
         for i in range(len(views)):
             for j in range(i + 1, len(views)):
                 if not self._disjoint(views[i][0], views[j][0]):
-                    raise TrgcError(
-                        "E_ONEOF_OVERLAP",
-                        f"oneOf branches {views[i][1]} and {views[j][1]} may both accept a value",
-                        pointer=pointer,
-                        hint="make the branches disjoint by type, const/enum values or a required discriminator property, or use anyOf",
-                    )
+                    raise self._overlap(views[i][1], views[j][1], pointer)
+
+    @staticmethod
+    def _overlap(first: str, second: str, pointer: str) -> TrgcError:
+        return TrgcError(
+            "E_ONEOF_OVERLAP",
+            f"oneOf branches {first} and {second} may both accept a value",
+            pointer=pointer,
+            hint="make the branches disjoint by type, const/enum values or a required discriminator property, or use anyOf",
+        )
 
     # ---- scalars ------------------------------------------------------------------------------
 
@@ -1203,13 +1231,7 @@ class Lowering:
         new: dict[int, int] = {}
         for i in reversed(order):
             node = nodes[i]
-            new[i] = self.grammar.add(
-                node.kind,
-                node.line,
-                node.column,
-                tuple(new[c] for c in node.children),
-                node.payload,
-            )
+            new[i] = self.b.node(node.kind, tuple(new[c] for c in node.children), node.payload)
         return new[root]
 
     def _twice(self, node: int) -> tuple[int, int]:
@@ -1225,6 +1247,7 @@ class Lowering:
         self.helpers += 1
         name = f"shared_{self.helpers}"
         self.grammar.rules.append(Rule(name, node, 0, 0, pointer=None, shared=True))
+        # a shared rule is one machine called from every use: its body is counted once
         return [self.b.ref(name) for _ in range(n)]
 
 

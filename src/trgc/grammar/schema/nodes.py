@@ -1,36 +1,97 @@
-"""A small builder over the arena AST used by the trj-1 lowering.
+"""A small builder over the arena AST used by the trj-1 lowering, with a projected state bound.
 
 Every call appends fresh nodes (the lowering never shares a node between two parents, so the
 arena stays a tree and the compiler may walk it any way it likes). JSON Schema nodes carry
 line 0 / column 0; the JSON pointer of their origin is kept on the rules instead.
+
+Each node also carries a lower bound on the NFA states its subtree needs: what the Thompson
+construction (`trgc.automata.nfa`) reserves for it — a literal of n bytes n + 1, a class or a
+special at least 2, an empty 1, an alternation 2 plus its branches, a sequence the sum of its
+parts, `x{m,n}` n copies of x plus 2 when the compiler copies it (at most `EXPAND_STATES` copied
+states), else 2 for the call to its repeat machine — where a reference counts 2 (its body is
+counted in its own rule). The builder keeps the running sum over everything built for the current rule and
+refuses (`E_LIMIT_STATES`) as soon as it passes the NFA ceiling of one machine, so a schema whose
+automaton cannot fit is stopped after work proportional to the limit, not to the schema.
 """
 
 from __future__ import annotations
 
+from trgc.errors import TrgcError
 from trgc.grammar.ast import Grammar, Kind
 from trgc.grammar.charclass import normalize
+
+# automata.nfa.NFA_STATE_FACTOR: one machine's NFA may hold this many times the states limit
+NFA_STATE_FACTOR = 4
+# automata.nfa.EXPAND_STATES: a repetition whose copies would need more NFA states is counted
+EXPAND_STATES = 64
 
 
 class Builder:
     """Append-only node constructors over one `Grammar` arena."""
 
-    __slots__ = ("grammar",)
+    __slots__ = ("grammar", "max_states", "states", "rule", "_cost")
 
-    def __init__(self, grammar: Grammar) -> None:
+    def __init__(self, grammar: Grammar, states_limit: int | None = None) -> None:
         self.grammar = grammar
+        self.max_states = None if states_limit is None else NFA_STATE_FACTOR * states_limit
+        self.states = 0  # NFA states needed, at least, by everything built for `rule`
+        self.rule = "root"
+        self._cost: dict[int, int] = {}  # node -> NFA states its subtree needs at least
+
+    def begin_rule(self, name: str) -> None:
+        """Start counting the nodes of rule `name` (each rule is bounded on its own)."""
+        self.rule = name
+        self.states = 0
+
+    def check_room(self, states: int, what: str) -> None:
+        """Refuse, before building it, a part that alone needs `states` more NFA states."""
+        if self.max_states is not None and self.states + states > self.max_states:
+            raise TrgcError(
+                "E_LIMIT_STATES",
+                f"{what}: the automaton of rule {self.rule} would need at least "
+                f"{self.states + states:,} NFA states, more than {NFA_STATE_FACTOR} x the states "
+                f"limit of {self.max_states // NFA_STATE_FACTOR:,}",
+                hint="simplify the schema or raise it with --limit states=N",
+            )
+
+    def _add(self, kind: Kind, own: int, children: tuple[int, ...] = (), payload=None) -> int:
+        """Append a node whose own NFA cost is `own` (on top of its children's)."""
+        self.check_room(own, "the grammar built from the schema")
+        node = self.grammar.add(kind, 0, 0, children, payload)
+        cost = self._cost
+        cost[node] = own + sum(cost.get(c, 2) for c in children)
+        self.states += own
+        return node
+
+    def node(self, kind: Kind, children: tuple[int, ...], payload=None) -> int:
+        """A node of any kind (used to copy a subtree), costed like the named constructors."""
+        if kind == Kind.LITERAL:
+            return self._add(kind, len(payload) + 1, payload=payload)
+        if kind == Kind.REPEAT:
+            low, high, *counted = payload
+            if high == 0:
+                return self._add(kind, 1, children, payload)
+            copies = (high if high is not None else max(low, 1)) - 1
+            copied = copies * self._cost.get(children[0], 2)
+            # a counted repetition is a call to a repeat machine (its body is counted once,
+            # above); the compiler counts instead of copying past EXPAND_STATES copied states
+            own = 2 if counted or copied > EXPAND_STATES else copied + 2
+            return self._add(kind, own, children, payload)
+        own = {Kind.EMPTY: 1, Kind.SEQ: 0}.get(kind, 2)  # ALT, CLASS, SPECIAL, REF: 2
+        return self._add(kind, own, children, payload)
 
     def empty(self) -> int:
-        return self.grammar.add(Kind.EMPTY, 0, 0)
+        return self.node(Kind.EMPTY, ())
 
     def lit(self, data: bytes | str) -> int:
         raw = data.encode("utf-8") if isinstance(data, str) else data
         if not raw:
             return self.empty()
-        return self.grammar.add(Kind.LITERAL, 0, 0, payload=raw)
+        return self.node(Kind.LITERAL, (), raw)
 
     def cls(self, ranges: list[tuple[int, int]] | tuple[tuple[int, int], ...]) -> int:
         """A class over Unicode scalars; ranges are normalised (sorted, merged, surrogates cut)."""
-        return self.grammar.add(Kind.CLASS, 0, 0, payload=normalize(ranges))
+        return self.node(Kind.CLASS, (), normalize(ranges))
 
     def chars(self, text: str) -> int:
         """A class of the given characters."""
@@ -38,16 +99,17 @@ class Builder:
 
     def seq(self, *items: int) -> int:
         parts = [i for i in items if self.grammar.nodes[i].kind != Kind.EMPTY]
+        self.states -= len(items) - len(parts)  # the dropped empties are never compiled
         if not parts:
             return self.empty()
         if len(parts) == 1:
             return parts[0]
-        return self.grammar.add(Kind.SEQ, 0, 0, children=tuple(parts))
+        return self.node(Kind.SEQ, tuple(parts))
 
     def alt(self, *items: int) -> int:
         if len(items) == 1:
             return items[0]
-        return self.grammar.add(Kind.ALT, 0, 0, children=tuple(items))
+        return self.node(Kind.ALT, tuple(items))
 
     def rep(self, item: int, lo: int, hi: int | None, *, counted: bool = False) -> int:
         """`item{lo,hi}`; `counted` makes it a counter whatever the bounds (the counted JSON
@@ -57,10 +119,14 @@ class Builder:
         if lo == 1 and hi == 1 and not counted:
             return item
         payload = (lo, hi, True) if counted else (lo, hi)
-        return self.grammar.add(Kind.REPEAT, 0, 0, children=(item,), payload=payload)
+        return self.node(Kind.REPEAT, (item,), payload)
 
     def opt(self, item: int) -> int:
         return self.rep(item, 0, 1)
 
-    def ref(self, name: str) -> int:
-        return self.grammar.add(Kind.REF, 0, 0, payload=name)
+    def ref(self, name: str, inlines: int | None = None) -> int:
+        """A reference to rule `name`; `inlines` is the body node of a non-recursive rule the
+        compiler will copy in here, so the reference costs what that body costs."""
+        if inlines is None:
+            return self.node(Kind.REF, (), name)
+        return self._add(Kind.REF, self._cost.get(inlines, 2), payload=name)

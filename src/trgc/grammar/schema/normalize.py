@@ -86,10 +86,24 @@ def view(schema: dict, pointer: str, draft: int) -> View:
         del out["id"]
     for keyword, bound in (("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")):
         flag = schema.get(keyword)
-        if isinstance(flag, bool):  # draft-04: a modifier of minimum/maximum
+        if isinstance(flag, bool) and draft == DRAFT_04:  # a modifier of minimum/maximum
+            if bound not in out:  # the draft-04 meta-schema: exclusiveM* depends on its bound
+                raise TrgcError(
+                    "E_SCHEMA_INVALID",
+                    f"draft-04 {keyword} modifies {bound}, which this schema lacks",
+                    pointer=child(pointer, keyword),
+                )
             del out[keyword]
-            if flag and bound in out:
+            if flag:
                 out[keyword] = out.pop(bound)
+        elif isinstance(flag, bool):  # draft-06 and later: a number, never a modifier
+            raise TrgcError(
+                "E_SCHEMA_INVALID",
+                f"{keyword} must be a number in this draft, got {str(flag).lower()} (the boolean "
+                "form is draft-04's)",
+                pointer=child(pointer, keyword),
+                hint='declare "$schema": "http://json-schema.org/draft-04/schema#" for it',
+            )
     items = schema.get("items")
     if isinstance(items, list):  # draft-04..2019 tuple validation
         if "prefixItems" in schema:

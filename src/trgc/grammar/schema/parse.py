@@ -70,7 +70,15 @@ def load_schema(schema: dict | bool | str | bytes, limits: Limits) -> tuple[obje
     """The parsed schema and the SHA-256 of its source (canonical JSON when given a value)."""
     if isinstance(schema, dict | bool):
         value_nesting(schema, limits.nesting)
-        return schema, hashlib.sha256(canonical_json(schema).encode("utf-8")).hexdigest()
+        try:
+            text = canonical_json(schema).encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise TrgcError(
+                "E_SCHEMA_INVALID",
+                f"the schema holds the lone surrogate \\u{ord(exc.object[exc.start]):04x}, which is "
+                "not a Unicode scalar value",
+            ) from None
+        return schema, hashlib.sha256(text).hexdigest()
     if isinstance(schema, str):
         raw = schema.encode("utf-8", "surrogatepass")
     elif isinstance(schema, bytes | bytearray | memoryview):

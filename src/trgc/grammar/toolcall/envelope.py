@@ -10,7 +10,11 @@ any-JSON rule `json_value` is identical for every tool and kept once). The start
 
 so the tool name literal decides which argument grammar follows: names are distinct
 strings, and the byte after the name (a quote or newline that no name contains) ends it,
-so a name that is a prefix of another never conflicts. Everything outside a `$ref` cycle is
+so a name that is a prefix of another never conflicts. A tool named in
+`unconstrained_arguments` gets, instead of its schema, the arguments grammar of
+`{"type": "object"}` with open objects: any JSON object, still inside the envelope (an explicit
+per-tool fallback for schemas outside trj-1, recorded in the options; the default is an error).
+Everything outside a `$ref` cycle is
 inlined by the compiler into one DFA; arguments are matched byte by byte, so a token that
 merges structure (`{"`, `":`, `{}`, `"}}`) is allowed exactly when all its bytes fit.
 """
@@ -27,13 +31,28 @@ from trgc.grammar.toolcall.tools import Tool, tools_digest
 from trgc.limits import Limits
 
 TOOLCALL_FORMAT = "trgc-toolcall-1"
+ANY_OBJECT: dict = {"type": "object"}  # with open objects: any JSON object
 START_RULE = "start"
 CALL_RULE = "call"
 
 
 def _lower_tool(
-    tool: Tool, *, separators: str, open_objects: bool, max_depth: int, limits: Limits
+    tool: Tool,
+    *,
+    separators: str,
+    open_objects: bool,
+    max_depth: int,
+    limits: Limits,
+    unconstrained: bool = False,
 ) -> Grammar:
+    if unconstrained:
+        return lower_schema(
+            ANY_OBJECT,
+            separators=separators,
+            open_objects=True,
+            max_depth=max_depth,
+            limits=limits,
+        )
     try:
         return lower_schema(
             tool.parameters,
@@ -45,6 +64,12 @@ def _lower_tool(
     except TrgcError as error:
         error.pointer = tool.pointer + (error.pointer or "")
         error.details.setdefault("tool", tool.name)
+        if error.code == "E_UNSUPPORTED_KEYWORD":
+            fallback = (
+                f"or leave this tool's arguments unconstrained (any JSON object) with "
+                f"--unconstrained-arguments {tool.name}"
+            )
+            error.hint = f"{error.hint}; {fallback}" if error.hint else fallback
         raise
 
 
@@ -97,8 +122,18 @@ def build_toolcall_grammar(
     open_objects: bool = False,
     max_depth: int = DEFAULT_MAX_DEPTH,
     limits: Limits,
+    unconstrained_arguments: tuple[str, ...] = (),
 ) -> Grammar:
     """The grammar of one assistant turn of `fam` calling `tools` (see the module docstring)."""
+    names = {tool.name for tool in tools}
+    unknown = sorted(set(unconstrained_arguments) - names)
+    if unknown:
+        raise TrgcError(
+            "E_TOOLCALL_UNCONSTRAINED",
+            f"unconstrained arguments named for {unknown[0]!r}, which is not in the tool list",
+            hint="tools: " + ", ".join(tool.name for tool in tools),
+        )
+    free = sorted(set(unconstrained_arguments))
     seps = separators or fam.separators
     grammar = Grammar(source_kind="trj", start=START_RULE, max_depth=max_depth)
     b = Builder(grammar)
@@ -106,7 +141,12 @@ def build_toolcall_grammar(
     have_any = False
     for tool in tools:
         sub = _lower_tool(
-            tool, separators=seps, open_objects=open_objects, max_depth=max_depth, limits=limits
+            tool,
+            separators=seps,
+            open_objects=open_objects,
+            max_depth=max_depth,
+            limits=limits,
+            unconstrained=tool.name in free,
         )
         roots.append(_merge(grammar, sub, tool, have_any))
         have_any = have_any or any(r.name == ANY_RULE for r in sub.rules)
@@ -141,4 +181,6 @@ def build_toolcall_grammar(
         "separators": seps,
         "tools": [tool.name for tool in tools],
     }
+    if free:  # only then: the artifacts of fully constrained tool lists keep their identity
+        grammar.options["unconstrained_arguments"] = free
     return grammar

@@ -1,0 +1,573 @@
+"""The persistent mask cache: opaque entries in a directory shared by every trgc process.
+
+An entry is a byte payload stored under an `EntryKey`, the cache-identity fields the caller
+names (entry kind and format version, tokenizer identity, compiler version, special-token
+policy, and the subject: a frame entry's residual hash, a `.trm` file's artifact and trie). The
+file name is the SHA-256 of the key's canonical JSON; the file holds the key itself, the payload
+and a SHA-256 digest of both, checked on every read. Nothing read is trusted blindly: a file that
+is oversized, truncated, corrupted or foreign (another key, container version or magic) is
+refused with its own code, counted, removed and reported as a miss, so the caller recomputes.
+
+Publication is atomic (temporary file, fsync, rename: a reader sees a whole entry or none) and
+several processes may read and write one directory at once. The total size is bounded
+(`max_bytes`): a usage ledger updated under a file lock triggers, once it passes the bound, an
+eviction that scans the directory and removes the least recently used entries (modification
+time, refreshed on a hit) down to `LOW_WATER` of the bound, then rewrites the ledger exactly.
+The layout is described in `docs/mask-cache.md`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import shutil
+import struct
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from trgc.atomic import atomic_write, read_bytes
+from trgc.errors import TrgcError
+
+MAGIC = b"TRGCDCE\0"
+CONTAINER_VERSION = 1
+LAYOUT = f"trgc-cache-{CONTAINER_VERSION}"  # the directory holding this layout's entries
+SUFFIX = ".entry"
+_HEAD = struct.Struct("<8sIIQ")  # magic, container version, key length, payload length
+DIGEST_BYTES = 32
+MAX_KEY_BYTES = 4096
+
+GiB = 1024**3
+MiB = 1024**2
+DEFAULT_MAX_BYTES = 1 * GiB  # the documented bound of a cache directory (TRGC_CACHE_MAX_BYTES)
+DEFAULT_MAX_ENTRY_BYTES = 96 * MiB  # a .trm under cache_bytes (64 MiB) fits with room to spare
+LOW_WATER = 0.8  # eviction stops at this fraction of max_bytes, so scans are rare
+TOUCH_AFTER_SECONDS = 60.0  # a hit refreshes the entry's time at most once a minute
+STALE_TEMPORARY_SECONDS = 3600.0  # prune removes temporaries of writers dead this long
+CACHEDIR_TAG = (
+    "Signature: 8a477f597d28d172789f06886806bc55\n"
+    "# This file is a cache directory tag created by trgc.\n"
+    "# For information about cache directory tags see https://bford.info/cachedir/\n"
+)
+
+ENV_DIR = "TRGC_CACHE_DIR"
+ENV_MAX_BYTES = "TRGC_CACHE_MAX_BYTES"
+TRM_KIND = "trm"
+
+_KIND_RE = re.compile(r"[a-z][a-z0-9-]{0,31}")
+REFUSAL_CODES = (
+    "E_CACHE_ENTRY_OVERSIZED",
+    "E_CACHE_ENTRY_TRUNCATED",
+    "E_CACHE_ENTRY_FOREIGN",
+    "E_CACHE_ENTRY_CORRUPT",
+)
+
+
+@dataclass(frozen=True)
+class EntryKey:
+    """The identity of one entry. Every field takes part in the address, so an entry is never
+    returned for another tokenizer, compiler, policy, subject, kind or format version."""
+
+    kind: str  # what the payload is ("frame", "trm", ...): [a-z][a-z0-9-]{0,31}
+    format: int  # version of the payload's own format
+    tokenizer: str  # token table identity (sha256:...)
+    compiler: str  # compiler version
+    policy: str  # special-token policy
+    subject: str  # residual hash of a frame entry; artifact and trie of a .trm
+
+    def __post_init__(self) -> None:
+        if not _KIND_RE.fullmatch(self.kind):
+            raise ValueError(f"kind: expected [a-z][a-z0-9-]{{0,31}}, got {self.kind!r}")
+        if isinstance(self.format, bool) or not isinstance(self.format, int) or self.format < 0:
+            raise ValueError(f"format: expected a non-negative int, got {self.format!r}")
+        for name in ("tokenizer", "compiler", "policy", "subject"):
+            if not isinstance(getattr(self, name), str):
+                raise ValueError(f"{name}: expected a str, got {getattr(self, name)!r}")
+        fields = {"compiler": self.compiler, "format": self.format, "kind": self.kind,
+                  "policy": self.policy, "subject": self.subject, "tokenizer": self.tokenizer}  # fmt: skip
+        canonical = json.dumps(
+            fields, sort_keys=True, separators=(",", ":"), ensure_ascii=False
+        ).encode()
+        if len(canonical) > MAX_KEY_BYTES:
+            raise ValueError(f"key: expected at most {MAX_KEY_BYTES} bytes of canonical JSON")
+        object.__setattr__(self, "_canonical", canonical)  # computed once: keys are immutable
+        object.__setattr__(self, "_address", hashlib.sha256(canonical).hexdigest())
+
+    def canonical(self) -> bytes:
+        """The key as canonical JSON (sorted keys, no whitespace, UTF-8)."""
+        return self._canonical  # type: ignore[attr-defined]
+
+    def address(self) -> str:
+        """Hex SHA-256 of the canonical key: the entry's file name."""
+        return self._address  # type: ignore[attr-defined]
+
+
+def trm_key(file_key: tuple[str, str, str, str, str], trm_version: int) -> EntryKey:
+    """The key of a whole `.trm` file for a `Binding.file_key` (artifact, tokenizer, compiler,
+    policy, trie) and the `.trm` format version."""
+    artifact, tokenizer, compiler, policy, trie = file_key
+    return EntryKey(TRM_KIND, trm_version, tokenizer, compiler, policy, f"{artifact} {trie}")
+
+
+def encode_entry(key: EntryKey, payload: bytes) -> bytes:
+    """The bytes of an entry file: header, canonical key, payload, SHA-256 of all of them."""
+    canonical = key.canonical()
+    body = _HEAD.pack(MAGIC, CONTAINER_VERSION, len(canonical), len(payload)) + canonical + payload
+    return body + hashlib.sha256(body).digest()
+
+
+def entry_overhead(key: EntryKey) -> int:
+    """Bytes an entry file adds to its payload."""
+    return _HEAD.size + len(key.canonical()) + DIGEST_BYTES
+
+
+def _refusal(code: str, message: str, path: Path) -> TrgcError:
+    return TrgcError(code, f"cache entry refused: {message}", source=str(path),
+                     hint="the entry was removed; it is recomputed on the next use")  # fmt: skip
+
+
+def decode_entry(data: bytes, key: EntryKey | None, path: Path) -> tuple[bytes, bytes]:
+    """(canonical key, payload) of an entry file's bytes; raise the refusal code otherwise.
+    With `key`, an entry stored under any other key is foreign."""
+    if len(data) < len(MAGIC):
+        raise _refusal("E_CACHE_ENTRY_TRUNCATED", f"{len(data)} bytes, no header", path)
+    if data[: len(MAGIC)] != MAGIC:
+        raise _refusal("E_CACHE_ENTRY_FOREIGN", "not a trgc cache entry (bad magic)", path)
+    if len(data) < _HEAD.size:
+        raise _refusal("E_CACHE_ENTRY_TRUNCATED", "the header is cut short", path)
+    _, version, key_len, payload_len = _HEAD.unpack_from(data)
+    if version != CONTAINER_VERSION:
+        raise _refusal(
+            "E_CACHE_ENTRY_FOREIGN",
+            f"container version {version}, this trgc reads {CONTAINER_VERSION}",
+            path,
+        )
+    declared = _HEAD.size + key_len + payload_len + DIGEST_BYTES
+    if len(data) < declared:
+        raise _refusal(
+            "E_CACHE_ENTRY_TRUNCATED", f"{len(data)} bytes, the header declares {declared}", path
+        )
+    if len(data) > declared:
+        raise _refusal(
+            "E_CACHE_ENTRY_CORRUPT", f"{len(data)} bytes, the header declares {declared}", path
+        )
+    body = memoryview(data)[: declared - DIGEST_BYTES]
+    if hashlib.sha256(body).digest() != data[declared - DIGEST_BYTES :]:
+        raise _refusal("E_CACHE_ENTRY_CORRUPT", "digest mismatch", path)
+    stored = bytes(body[_HEAD.size : _HEAD.size + key_len])
+    if key is not None and stored != key.canonical():
+        raise _refusal("E_CACHE_ENTRY_FOREIGN", "stored under another key", path)
+    return stored, bytes(body[_HEAD.size + key_len :])
+
+
+def default_root() -> Path:
+    """`TRGC_CACHE_DIR` if set, else the user's cache directory (XDG_CACHE_HOME/trgc, or
+    ~/.cache/trgc, on Linux; the platform's own place elsewhere)."""
+    env = os.environ.get(ENV_DIR)
+    if env:
+        return Path(env)
+    import platformdirs
+
+    return platformdirs.user_cache_path("trgc", appauthor=False)
+
+
+def default_max_bytes() -> int:
+    """`TRGC_CACHE_MAX_BYTES` if set (a non-negative integer), else `DEFAULT_MAX_BYTES`."""
+    env = os.environ.get(ENV_MAX_BYTES)
+    if env is None or env == "":
+        return DEFAULT_MAX_BYTES
+    try:
+        value = int(env.replace("_", ""))
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise TrgcError("E_USAGE", f"{ENV_MAX_BYTES} must be a non-negative integer, got {env!r}")
+    return value
+
+
+@dataclass
+class CacheStats:
+    """What one `DiskCache` object saw (this process only)."""
+
+    hits: int = 0
+    misses: int = 0
+    writes: int = 0
+    write_failures: int = 0
+    evictions: int = 0
+    refused: dict[str, int] = field(default_factory=dict)
+    last_refusal: TrgcError | None = None
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        out["last_refusal"] = None if self.last_refusal is None else self.last_refusal.to_dict()
+        return out
+
+
+@dataclass(frozen=True)
+class _File:
+    path: Path
+    kind: str
+    size: int
+    mtime: float
+
+
+@dataclass(frozen=True)
+class CacheInfo:
+    """A scan of a cache directory."""
+
+    location: str
+    entries: int
+    bytes: int
+    limit_bytes: int
+    max_entry_bytes: int
+    kinds: dict[str, dict[str, int]]  # kind -> {"entries": n, "bytes": n}
+    temporaries: int  # files of writers still writing, or dead before publishing
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class PruneReport:
+    location: str
+    evicted_entries: int
+    evicted_bytes: int
+    refused: dict[str, int]  # code -> entries removed by --verify
+    temporaries_removed: int
+    entries: int
+    bytes: int
+    limit_bytes: int
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class DiskCache:
+    """A cache directory (see the module docstring). Reads and writes never raise for a bad
+    or missing entry: `get` returns None and counts why, `put` returns False when it could not
+    publish. One object per thread; any number of processes may share the directory."""
+
+    def __init__(
+        self,
+        root: Path | str,
+        *,
+        max_bytes: int | None = None,
+        max_entry_bytes: int = DEFAULT_MAX_ENTRY_BYTES,
+    ) -> None:
+        self.root = Path(root)
+        self.max_bytes = default_max_bytes() if max_bytes is None else int(max_bytes)
+        if self.max_bytes < 0 or max_entry_bytes < 0:
+            raise ValueError("max_bytes and max_entry_bytes must be non-negative")
+        self.max_entry_bytes = min(int(max_entry_bytes), self.max_bytes)
+        self.layout = self.root / LAYOUT
+        self.stats = CacheStats()
+
+    # -- paths and the ledger -------------------------------------------------------------
+    def path_of(self, key: EntryKey) -> Path:
+        address = key.address()
+        return self.layout / key.kind / address[:2] / (address + SUFFIX)
+
+    @property
+    def _ledger(self) -> Path:
+        return self.layout / "usage.json"
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """The directory-wide lock that serialises ledger updates, eviction and clearing
+        (never held while an entry is read or written)."""
+        import filelock
+
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            lock = filelock.FileLock(str(self.root / f"{LAYOUT}.lock"))
+            lock.acquire()
+        except OSError as exc:
+            raise TrgcError(
+                "E_IO", f"cannot lock the cache directory: {exc.strerror}", source=str(self.root)
+            ) from None
+        try:
+            yield
+        finally:
+            lock.release()
+
+    def require_directory(self) -> None:
+        """`E_IO` unless the root is a directory or absent (maintenance commands call it)."""
+        if self.root.exists() and not self.root.is_dir():
+            raise TrgcError(
+                "E_IO", "the cache location exists and is not a directory", source=str(self.root)
+            )
+
+    def _ensure_root(self) -> None:
+        tag = self.root / "CACHEDIR.TAG"
+        if not tag.exists():
+            self.root.mkdir(parents=True, exist_ok=True)
+            with contextlib.suppress(TrgcError):
+                atomic_write(tag, CACHEDIR_TAG.encode())
+
+    def _read_ledger(self) -> int | None:
+        """Bytes the ledger records, None when it is missing or unreadable (then a scan)."""
+        try:
+            value = json.loads(self._ledger.read_bytes())["bytes"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        return value if isinstance(value, int) and value >= 0 else None
+
+    def _write_ledger(self, total: int) -> None:
+        """Replace the ledger by rename, without an fsync: it is advisory (a torn or lost
+        ledger is recounted by a scan), and an fsync per publication would double its cost."""
+        self.layout.mkdir(parents=True, exist_ok=True)
+        tmp = self.layout / f".usage.json.{os.getpid()}.tmp"
+        try:
+            tmp.write_bytes(json.dumps({"bytes": total}).encode())
+            os.replace(tmp, self._ledger)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            raise TrgcError(
+                "E_IO", f"cannot write the ledger: {exc.strerror}", source=str(self._ledger)
+            ) from None
+
+    # -- reading --------------------------------------------------------------------------
+    def _refuse(self, error: TrgcError, path: Path) -> None:
+        self.stats.refused[error.code] = self.stats.refused.get(error.code, 0) + 1
+        self.stats.last_refusal = error
+        with contextlib.suppress(OSError):
+            path.unlink()
+
+    def get(self, key: EntryKey) -> bytes | None:
+        """The payload stored under `key`, or None (absent, or refused and removed)."""
+        path = self.path_of(key)
+        try:
+            payload, mtime = self._read(key, path)
+        except OSError:
+            self.stats.misses += 1
+            return None
+        except TrgcError as refused:
+            self._refuse(refused, path)
+            self.stats.misses += 1
+            return None
+        if time.time() - mtime > TOUCH_AFTER_SECONDS:
+            with contextlib.suppress(OSError):
+                os.utime(path)  # recently used: eviction removes the oldest first
+        self.stats.hits += 1
+        return payload
+
+    def _read(self, key: EntryKey, path: Path) -> tuple[bytes, float]:
+        """(payload, modification time); the size is checked before anything is read."""
+        with open(path, "rb") as handle:
+            st = os.fstat(handle.fileno())
+            if st.st_size > self.max_entry_bytes + entry_overhead(key):
+                raise _refusal(
+                    "E_CACHE_ENTRY_OVERSIZED",
+                    f"{st.st_size:,} bytes, more than the {self.max_entry_bytes:,}-byte entry "
+                    "limit allows",
+                    path,
+                )
+            data = handle.read(st.st_size + 1)
+        return decode_entry(data, key, path)[1], st.st_mtime
+
+    # -- writing --------------------------------------------------------------------------
+    def put(self, key: EntryKey, payload: bytes) -> bool:
+        """Publish `payload` under `key` unless it is already there; False when it is larger
+        than `max_entry_bytes` or the directory cannot be written (the cache is best effort)."""
+        if len(payload) > self.max_entry_bytes:
+            self.stats.write_failures += 1
+            return False
+        path = self.path_of(key)
+        if path.exists():
+            return True
+        data = encode_entry(key, payload)
+        try:
+            self._ensure_root()
+            path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(path, data)
+            self._account(len(data))
+        except (OSError, TrgcError):
+            self.stats.write_failures += 1
+            return False
+        self.stats.writes += 1
+        return True
+
+    def put_file(self, key: EntryKey, source: Path | str) -> bool:
+        """`put` the bytes of a file (a whole `.trm`), read with the entry limit as bound."""
+        try:
+            payload = read_bytes(source, self.max_entry_bytes)
+        except TrgcError:
+            self.stats.write_failures += 1
+            return False
+        return self.put(key, payload)
+
+    def _account(self, added: int) -> None:
+        with self._locked():
+            recorded = self._read_ledger()
+            # an unknown ledger is recounted (the scan sees the new file too)
+            total = recorded + added if recorded is not None else sum(f.size for f in self._scan())
+            if total > self.max_bytes:
+                total = self._evict_to(int(self.max_bytes * LOW_WATER))[2]
+            self._write_ledger(total)
+
+    # -- scanning and eviction -------------------------------------------------------------
+    def _scan(self, temporaries: list[Path] | None = None) -> list[_File]:
+        out: list[_File] = []
+        try:
+            kinds = sorted(os.scandir(self.layout), key=lambda e: e.name)
+        except OSError:
+            return out
+        for kind in kinds:
+            if not kind.is_dir(follow_symlinks=False) or not _KIND_RE.fullmatch(kind.name):
+                continue
+            with contextlib.suppress(OSError):
+                for fan in sorted(os.scandir(kind.path), key=lambda e: e.name):
+                    if not fan.is_dir(follow_symlinks=False):
+                        continue
+                    with contextlib.suppress(OSError):
+                        for item in os.scandir(fan.path):
+                            name = item.name
+                            if name.startswith(".") and name.endswith(".tmp"):
+                                if temporaries is not None:
+                                    temporaries.append(Path(item.path))
+                                continue
+                            if not name.endswith(SUFFIX):
+                                continue
+                            with contextlib.suppress(OSError):
+                                st = item.stat(follow_symlinks=False)
+                                out.append(
+                                    _File(Path(item.path), kind.name, st.st_size, st.st_mtime)
+                                )
+        return out
+
+    def _evict_to(self, target: int) -> tuple[int, int, int]:
+        """Remove least recently used entries until at most `target` bytes remain (under the
+        lock). Returns (entries removed, bytes removed, bytes left)."""
+        files = self._scan()
+        files.sort(key=lambda f: (f.mtime, str(f.path)))
+        total = sum(f.size for f in files)
+        removed = removed_bytes = 0
+        for f in files:
+            if total <= target:
+                break
+            with contextlib.suppress(FileNotFoundError):
+                f.path.unlink()
+            total -= f.size
+            removed += 1
+            removed_bytes += f.size
+        self.stats.evictions += removed
+        return removed, removed_bytes, total
+
+    # -- maintenance (trgc cache info | prune | clear) ------------------------------------
+    def info(self) -> CacheInfo:
+        """Scan the directory: entries and bytes, per kind, and temporaries."""
+        self.require_directory()
+        temporaries: list[Path] = []
+        files = self._scan(temporaries)
+        kinds: dict[str, dict[str, int]] = {}
+        for f in files:
+            slot = kinds.setdefault(f.kind, {"entries": 0, "bytes": 0})
+            slot["entries"] += 1
+            slot["bytes"] += f.size
+        return CacheInfo(
+            location=str(self.root),
+            entries=len(files),
+            bytes=sum(f.size for f in files),
+            limit_bytes=self.max_bytes,
+            max_entry_bytes=self.max_entry_bytes,
+            kinds=dict(sorted(kinds.items())),
+            temporaries=len(temporaries),
+        )
+
+    def verify_file(self, path: Path) -> TrgcError | None:
+        """The refusal an entry file earns on its own (key not known: any valid key whose
+        address is the file name passes), or None."""
+        try:
+            size = path.stat().st_size
+            if size > self.max_entry_bytes + _HEAD.size + MAX_KEY_BYTES + DIGEST_BYTES:
+                return _refusal(
+                    "E_CACHE_ENTRY_OVERSIZED",
+                    f"{size:,} bytes, more than the {self.max_entry_bytes:,}-byte entry limit",
+                    path,
+                )
+            data = path.read_bytes()
+        except OSError:
+            return None  # removed meanwhile
+        try:
+            stored, payload = decode_entry(data, None, path)
+        except TrgcError as error:
+            return error
+        if hashlib.sha256(stored).hexdigest() + SUFFIX != path.name:
+            return _refusal("E_CACHE_ENTRY_FOREIGN", "stored under another key", path)
+        if len(payload) > self.max_entry_bytes:
+            return _refusal(
+                "E_CACHE_ENTRY_OVERSIZED",
+                f"a {len(payload):,}-byte payload, more than the entry limit",
+                path,
+            )
+        return None
+
+    def prune(self, max_bytes: int | None = None, *, verify: bool = False) -> PruneReport:
+        """Evict least recently used entries down to `max_bytes` (default: the bound), remove
+        temporaries older than `STALE_TEMPORARY_SECONDS`, and with `verify` read every entry
+        and remove those refused."""
+        target = self.max_bytes if max_bytes is None else int(max_bytes)
+        if target < 0:
+            raise TrgcError("E_USAGE", f"--max-bytes must be non-negative, got {target}")
+        refused: dict[str, int] = {}
+        self.require_directory()
+        with self._locked():
+            temporaries: list[Path] = []
+            files = self._scan(temporaries)
+            now = time.time()
+            stale = 0
+            for tmp in temporaries:
+                with contextlib.suppress(OSError):
+                    if now - tmp.stat().st_mtime > STALE_TEMPORARY_SECONDS:
+                        tmp.unlink()
+                        stale += 1
+            if verify:
+                for f in files:
+                    error = self.verify_file(f.path)
+                    if error is not None:
+                        self._refuse(error, f.path)
+                        refused[error.code] = refused.get(error.code, 0) + 1
+            evicted, evicted_bytes, total = self._evict_to(target)
+            entries = len(self._scan())
+            if self.layout.exists():
+                self._write_ledger(total)
+        return PruneReport(
+            location=str(self.root),
+            evicted_entries=evicted,
+            evicted_bytes=evicted_bytes,
+            refused=dict(sorted(refused.items())),
+            temporaries_removed=stale,
+            entries=entries,
+            bytes=total,
+            limit_bytes=self.max_bytes,
+        )
+
+    def clear(self) -> tuple[int, int]:
+        """Remove every entry (the layout directory is renamed away, then deleted, so a
+        concurrent writer never sees a half-cleared cache). Returns (entries, bytes)."""
+        self.require_directory()
+        with self._locked():
+            files = self._scan()
+            if self.layout.exists():
+                trash = self.root / f".trash-{os.getpid()}-{time.monotonic_ns()}"
+                try:
+                    os.replace(self.layout, trash)
+                except OSError as exc:
+                    raise TrgcError(
+                        "E_IO", f"cannot clear the cache: {exc.strerror}", source=str(self.root)
+                    ) from None
+                shutil.rmtree(trash, ignore_errors=True)
+        return len(files), sum(f.size for f in files)
+
+
+def open_cache(cache_dir: Path | str | None = None, *, enabled: bool = True) -> DiskCache | None:
+    """The cache a command or library call should use: None when disabled, else `cache_dir`,
+    `TRGC_CACHE_DIR` or the user's cache directory, bounded by `TRGC_CACHE_MAX_BYTES`."""
+    if not enabled:
+        return None
+    return DiskCache(default_root() if cache_dir is None else Path(cache_dir))

@@ -11,37 +11,47 @@ from trgc.artifact.model import Artifact
 from trgc.compiler.build import compile_ast
 from trgc.errors import TrgcError
 from trgc.grammar.schema import DEFAULT_MAX_DEPTH, load_schema, lower_schema
+from trgc.grammar.schema.whitespace import DEFAULT_MAX_WHITESPACE
 from trgc.limits import DEFAULT_LIMITS, Limits
 
 
 def compile_schema(
     schema: dict | bool | str | bytes,
     *,
-    separators: str = "compact",
+    whitespace: str | None = None,
+    separators: str | None = None,
+    max_whitespace: int = DEFAULT_MAX_WHITESPACE,
     open_objects: bool = False,
     max_depth: int = DEFAULT_MAX_DEPTH,
     limits: Limits | None = None,
     source: str | None = None,
     ignore_keywords: tuple[str, ...] = (),
+    unknown_keywords: str = "error",
 ) -> Artifact:
     """Compile a JSON Schema (a parsed object, JSON text or bytes) into an Artifact.
 
-    `separators` is "compact" (`,` `:`) or "pretty" (`, ` `: ` as json.dumps writes them);
-    `open_objects` admits undeclared members (after the declared ones) in every object;
-    `ignore_keywords` are keywords the caller explicitly treats as annotations (recorded in the
-    artifact's options, so they change its identity).
+    `whitespace` is "compact" (`,` `:`, the default), "pretty" (`, ` `: ` as json.dumps writes
+    them) or "flexible" (JSON whitespace, at most `max_whitespace` characters on each side of
+    every structural character); `separators` is its older name. `open_objects` admits
+    undeclared members (after the declared ones) in every object; `ignore_keywords` are
+    keywords the caller explicitly treats as annotations; `unknown_keywords="annotate"` treats
+    every name outside the keyword matrix so. Both are recorded in the artifact's options, so
+    they change its identity.
     """
     limits = limits or DEFAULT_LIMITS
     try:
         value, digest = load_schema(schema, limits)
         grammar = lower_schema(
             value,
+            whitespace=whitespace,
             separators=separators,
+            max_whitespace=max_whitespace,
             open_objects=open_objects,
             max_depth=max_depth,
             limits=limits,
             source_sha256=digest,
             ignore_keywords=tuple(ignore_keywords),
+            unknown_keywords=unknown_keywords,
         )
         return compile_ast(grammar, limits=limits)
     except TrgcError as error:

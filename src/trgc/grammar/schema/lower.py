@@ -24,6 +24,7 @@ from fractions import Fraction
 from trgc.errors import TrgcError
 from trgc.grammar.ast import Grammar, Kind, Rule
 from trgc.grammar.schema import numbers, regex, strings
+from trgc.grammar.schema.annotations import MODES, holds_schema, misspelt
 from trgc.grammar.schema.keywords import (
     ANNOTATION,
     KNOWN_FORMATS,
@@ -35,19 +36,29 @@ from trgc.grammar.schema.keywords import (
 from trgc.grammar.schema.nodes import Builder
 from trgc.grammar.schema.normalize import (
     CONTAINERS,
+    DRAFT_07,
     SCHEMA_LISTS,
     View,
     assertion_keys,
+    child,
     detect_draft,
     escape_token,
     is_annotation,
     view,
 )
 from trgc.grammar.schema.refs import resolve, root_base
+from trgc.grammar.schema.whitespace import (
+    DEFAULT_MAX_WHITESPACE,
+    SEPARATORS,
+    Layout,
+    check_mode,
+    compact_text,
+    whitespace_mode,
+)
 from trgc.limits import Limits, check_limit
 
-SEPARATORS: dict[str, tuple[str, str]] = {"compact": (",", ":"), "pretty": (", ", ": ")}
 ANY_RULE = "json_value"
+DOCUMENT_RULE = "document"
 DEFAULT_MAX_DEPTH = 32
 TYPES = ("null", "boolean", "object", "array", "number", "integer", "string")
 FAMILY_KEYWORDS: dict[str, str] = {
@@ -146,22 +157,25 @@ class Lowering:
         self,
         root: object,
         *,
-        separators: str,
+        whitespace: str,
         open_objects: bool,
         max_depth: int,
         limits: Limits,
         ignore_keywords: tuple[str, ...] = (),
+        unknown_keywords: str = "error",
+        max_whitespace: int = DEFAULT_MAX_WHITESPACE,
     ) -> None:
-        if separators not in SEPARATORS:
+        if unknown_keywords not in MODES:
             raise TrgcError(
-                "E_USAGE", f"separators must be 'compact' or 'pretty', got {separators!r}"
+                "E_USAGE",
+                f"unknown_keywords must be 'error' or 'annotate', got {unknown_keywords!r}",
             )
+        check_mode(whitespace, max_whitespace)
         check_limit("max_depth", max_depth, limits.max_depth, "max_depth")
         self.root = root
         self.draft = detect_draft(root)
         self.base = root_base(root)
         self.limits = limits
-        self.item_sep, self.key_sep = SEPARATORS[separators]
         self.open_objects = open_objects
         self.grammar = Grammar(source_kind="trj", start="root", max_depth=max_depth)
         known = sorted(k for k in ignore_keywords if status_of(k) is not None)
@@ -172,15 +186,22 @@ class Lowering:
                 hint="ignoring an assertion the matrix knows would admit values the schema forbids",
             )
         self.ignored = frozenset(ignore_keywords)
+        self.annotate = unknown_keywords == "annotate"
+        self.annotations: set[str] = set()
+        self.siblings_checked: set[str] = set()
         self.grammar.options = {
             "draft": self.draft,
             "ignore_keywords": sorted(self.ignored),
             "max_depth": max_depth,
             "open_objects": open_objects,
             "profile": "trj-1",
-            "separators": separators,
+            "unknown_keywords": unknown_keywords,
+            "whitespace": whitespace,
         }
+        if whitespace == "flexible":
+            self.grammar.options["max_whitespace"] = max_whitespace
         self.b = Builder(self.grammar)
+        self.layout = Layout(self.b, whitespace, max_whitespace)
         self.rule_of: dict[str, str] = {}
         self.names: set[str] = set()
         self.pending: list[tuple[str, str, object]] = []
@@ -207,6 +228,12 @@ class Lowering:
             self.grammar.rules.append(Rule(name, body, 0, 0, pointer=pointer))
         if self.any_used:
             self.grammar.rules.append(Rule(ANY_RULE, self._any_value_body(), 0, 0, pointer=None))
+        if self.layout.flexible:  # whitespace around the whole value, outside any recursion
+            self.grammar.rules.insert(
+                0, Rule(DOCUMENT_RULE, self.layout.document(self.b.ref("root")), 0, 0, pointer="")
+            )
+            self.grammar.start = DOCUMENT_RULE
+        self.grammar.options["annotations"] = sorted(self.annotations)
         return self.grammar
 
     def _drive(self, request: tuple) -> int | None:
@@ -259,20 +286,96 @@ class Lowering:
     def _read(self, schema: dict, pointer: str) -> View:
         """The normalised view of one schema object, without the keywords the caller chose to ignore."""
         v = view(schema, pointer, self.draft)
+        if "$ref" in schema and self.draft <= DRAFT_07:
+            self._ref_siblings(schema, pointer)
         if self.ignored:
             v = {k: e for k, e in v.items() if k not in self.ignored}
         return v
 
+    def _annotation(self, name: str, error: TrgcError) -> None:
+        """Record `name` as an annotation in annotate mode; raise `error` in the default mode."""
+        if not self.annotate:
+            raise error
+        self.annotations.add(name)
+
+    def _ref_siblings(self, schema: dict, pointer: str) -> None:
+        """Draft-04..07 ignore every keyword beside `$ref`: an assertion there that the target
+        does not repeat would be dropped, so it is an error (annotate: recorded as ignored)."""
+        if pointer in self.siblings_checked:
+            return
+        self.siblings_checked.add(pointer)
+        target: object = None
+        target_ptr = pointer
+        try:
+            target_ptr, target = self._resolve(schema["$ref"], child(pointer, "$ref"))
+            for _ in range(16):  # a pure $ref chain: its end is what the target asserts
+                if not (isinstance(target, dict) and "$ref" in target):
+                    break
+                target_ptr, target = self._resolve(target["$ref"], child(target_ptr, "$ref"))
+        except TrgcError:
+            target = None  # the $ref itself is reported where it is lowered
+        for key in schema:
+            if key == "$ref" or key in CONTAINERS or is_annotation(key) or key in self.ignored:
+                continue
+            if status_of(key) is None:
+                self._unknown(key, child(pointer, key))
+                continue
+            if isinstance(target, dict) and key in target and target[key] == schema[key]:
+                continue  # repeated by the target: nothing is dropped
+            self._annotation(
+                f"$ref-sibling:{key}",
+                unsupported(
+                    "$ref",
+                    child(pointer, key),
+                    f"{key!r} beside $ref is ignored: draft-07 and earlier ignore every keyword "
+                    "beside $ref, so this constraint would not be enforced",
+                    hint='wrap the reference as "allOf": [{"$ref": ...}] to apply both, or compile with '
+                    "--unknown-keywords annotate to ignore it as the draft says",
+                ),
+            )
+
+    def _unknown(self, key: str, ptr: str) -> None:
+        """A name outside the matrix: a misspelt assertion is always an error; any other name
+        is an error by default and an annotation in annotate mode."""
+        guess = misspelt(key)
+        if guess is not None:
+            raise TrgcError(
+                "E_SCHEMA_KEYWORD_TYPO",
+                f"unknown keyword {key!r} is spelt like the keyword {guess!r}",
+                pointer=ptr,
+                hint=f"did you mean {guess!r}? (a misspelt assertion is never read as an annotation)",
+                details={"keyword": key, "suggestion": guess},
+            )
+        self._annotation(
+            key,
+            unsupported(
+                key,
+                ptr,
+                f"unknown keyword {key!r}",
+                hint="compile with --unknown-keywords annotate to read names outside the "
+                "matrix as annotations; trgc keywords lists the trj-1 keyword matrix",
+            ),
+        )
+
     def _check_keywords(self, v: View, pointer: str) -> None:
-        for key, (_value, ptr) in v.items():
+        for key, (value, ptr) in v.items():
             status = status_of(key)
             if status is None:
-                raise unsupported(
+                self._unknown(key, ptr)
+                continue
+            if key.startswith("x-") and holds_schema(value):
+                self._annotation(
                     key,
-                    ptr,
-                    f"unknown keyword {key!r}",
-                    hint="trgc keywords lists the trj-1 keyword matrix",
+                    unsupported(
+                        key,
+                        ptr,
+                        f"vendor keyword {key!r} holds a schema, which JSON Schema does not apply; "
+                        "none of its constraints would be enforced",
+                        hint="move the schema under a keyword of the matrix, or compile with "
+                        "--unknown-keywords annotate to read it as an annotation",
+                    ),
                 )
+                continue
             if status not in (SUPPORTED, NORMALISED, ANNOTATION):
                 raise unsupported(
                     key,
@@ -298,6 +401,17 @@ class Lowering:
                     "format",
                     ptr,
                     f"format {value!r} is not supported (only {', '.join(SUPPORTED_FORMATS)})",
+                )
+            if value not in KNOWN_FORMATS:
+                self._annotation(
+                    f"format:{value}",
+                    unsupported(
+                        "format",
+                        ptr,
+                        f"format {value!r} is not a format trj-1 knows; validators treat it as an "
+                        "annotation, so it would constrain nothing",
+                        hint="drop it, or compile with --unknown-keywords annotate to read it as an annotation",
+                    ),
                 )
         if "$id" in v and pointer:
             value, ptr = v["$id"]
@@ -626,18 +740,19 @@ class Lowering:
 
     def _any_value_body(self) -> int:
         b = self.b
-        member = lambda: b.seq(strings.string(b), b.lit(self.key_sep), b.ref(ANY_RULE))  # noqa: E731
+        layout = self.layout
+        member = lambda: b.seq(strings.string(b), layout.colon(), b.ref(ANY_RULE))  # noqa: E731
         obj = b.seq(
-            b.lit("{"),
-            b.opt(b.seq(member(), b.rep(b.seq(b.lit(self.item_sep), member()), 0, None))),
-            b.lit("}"),
+            layout.token("{"),
+            b.opt(b.seq(member(), b.rep(b.seq(layout.comma(), member()), 0, None))),
+            layout.token("}"),
         )
         arr = b.seq(
-            b.lit("["),
+            layout.token("["),
             b.opt(
-                b.seq(b.ref(ANY_RULE), b.rep(b.seq(b.lit(self.item_sep), b.ref(ANY_RULE)), 0, None))
+                b.seq(b.ref(ANY_RULE), b.rep(b.seq(layout.comma(), b.ref(ANY_RULE)), 0, None))
             ),
-            b.lit("]"),
+            layout.token("]"),
         )
         return b.alt(
             obj,
@@ -689,16 +804,12 @@ class Lowering:
             for text in self._spellings(x):
                 if text not in spellings:
                     spellings.append(text)
-        return self.b.alt(*(self.b.lit(text) for text in spellings))
+        return self.b.alt(*(self.layout.constant(text) for text in spellings))
 
     def _spellings(self, value: object) -> list[str]:
-        try:
-            first = json.dumps(
-                value, ensure_ascii=False, separators=(self.item_sep, self.key_sep), allow_nan=False
-            )
-        except RecursionError:
-            raise TrgcError("E_LIMIT_NESTING", "an enum or const value nests too deeply") from None
-        out = [first]
+        """The compact texts a constant is written as: its canonical form, and an integral
+        float also in integer form."""
+        out = [compact_text(value)]
         # an integral float also in integer form (equal under JSON Schema, and an integer in
         # every draft); never the other way round: draft-04 does not count 1.0 as an integer
         if (
@@ -1059,7 +1170,7 @@ class Lowering:
                 continue
             members.append(
                 (
-                    b.seq(b.lit(strings.canonical_string(name) + self.key_sep), value),
+                    b.seq(self.layout.key(strings.canonical_string(name)), value),
                     name in required,
                 )
             )
@@ -1068,7 +1179,7 @@ class Lowering:
             value = yield ("schema", extra_schema, extra_ptr)
             if value is not None:
                 names = [name for name, _, _ in declared]
-                extra = b.seq(strings.key_other_than(b, names), b.lit(self.key_sep), value)
+                extra = b.seq(strings.key_other_than(b, names), self.layout.colon(), value)
         return self._member_list(members, extra)
 
     def _member_list(self, members: list[tuple[int, bool]], extra: int | None) -> int:
@@ -1079,7 +1190,6 @@ class Lowering:
         also come first. Each value appears at most twice (as first member, and after a comma).
         """
         b = self.b
-        comma = self.item_sep
         chain: int | None = None
         leading = True
         for node, is_required in members:
@@ -1087,7 +1197,7 @@ class Lowering:
                 chain = node
             else:
                 after, first = self._twice(node) if leading else (node, None)
-                tail = b.seq(b.lit(comma), after)
+                tail = b.seq(self.layout.comma(), after)
                 options = [b.seq(chain, tail if is_required else b.opt(tail))]
                 if first is not None:
                     options.append(first)
@@ -1097,18 +1207,18 @@ class Lowering:
         body = chain
         if extra is not None:
             uses = self._uses(extra, 3 if chain is not None and leading else 2)
-            only_extras = b.seq(uses[0], b.rep(b.seq(b.lit(comma), uses[1]), 0, None))
+            only_extras = b.seq(uses[0], b.rep(b.seq(self.layout.comma(), uses[1]), 0, None))
             if chain is None:
                 body = only_extras
             elif leading:
                 body = b.alt(
-                    b.seq(chain, b.rep(b.seq(b.lit(comma), uses[2]), 0, None)), only_extras
+                    b.seq(chain, b.rep(b.seq(self.layout.comma(), uses[2]), 0, None)), only_extras
                 )
             else:
-                body = b.seq(chain, b.rep(b.seq(b.lit(comma), uses[1]), 0, None))
+                body = b.seq(chain, b.rep(b.seq(self.layout.comma(), uses[1]), 0, None))
         if body is None:
-            return b.lit("{}")
-        return b.seq(b.lit("{"), b.opt(body) if leading else body, b.lit("}"))
+            return self.layout.empty("{}")
+        return b.seq(self.layout.token("{"), b.opt(body) if leading else body, self.layout.token("}"))
 
     # ---- arrays -------------------------------------------------------------------------------
 
@@ -1142,26 +1252,25 @@ class Lowering:
             return None
         if hi is not None:
             check_limit("repetition", hi, self.limits.repetition, "maxItems")
-        comma = self.item_sep
         k = len(prefix)
         if hi == 0:
-            return b.lit("[]")
+            return self.layout.empty("[]")
         if k == 0:
             assert rest is not None
             first, later = self._twice(rest)
-            more = b.rep(b.seq(b.lit(comma), later), max(0, lo - 1), None if hi is None else hi - 1)
+            more = b.rep(b.seq(self.layout.comma(), later), max(0, lo - 1), None if hi is None else hi - 1)
             body = b.seq(first, more)
         else:
             tail = b.empty()
             if rest is not None:
                 tail = b.rep(
-                    b.seq(b.lit(comma), rest), max(0, lo - k), None if hi is None else hi - k
+                    b.seq(self.layout.comma(), rest), max(0, lo - k), None if hi is None else hi - k
                 )
             for i in range(k - 1, 0, -1):  # element i (0-based) is the (i+1)-th
-                step = b.seq(b.lit(comma), prefix[i], tail)
+                step = b.seq(self.layout.comma(), prefix[i], tail)
                 tail = step if i + 1 <= lo else b.opt(step)
             body = b.seq(prefix[0], tail)
-        return b.seq(b.lit("["), body if lo > 0 else b.opt(body), b.lit("]"))
+        return b.seq(self.layout.token("["), body if lo > 0 else b.opt(body), self.layout.token("]"))
 
     # ---- sharing ------------------------------------------------------------------------------
 
@@ -1211,25 +1320,34 @@ class Lowering:
 def lower_schema(
     schema: object,
     *,
-    separators: str = "compact",
+    whitespace: str | None = None,
+    separators: str | None = None,
+    max_whitespace: int = DEFAULT_MAX_WHITESPACE,
     open_objects: bool = False,
     max_depth: int = DEFAULT_MAX_DEPTH,
     limits: Limits,
     source_sha256: str = "",
     ignore_keywords: tuple[str, ...] = (),
+    unknown_keywords: str = "error",
 ) -> Grammar:
     """Lower a parsed schema (object or boolean) to a grammar whose start rule is `root`.
 
     `ignore_keywords` names keywords the caller explicitly wants treated as annotations (for
     example a benchmark's neutralised `_format`); they are recorded in the grammar options.
+    `whitespace` is "compact" (the default), "pretty" or "flexible" (`whitespace.py`);
+    `separators` is its older name (compact or pretty), accepted when `whitespace` is not given.
+    `unknown_keywords="annotate"` reads every name outside the matrix as an annotation
+    (`trgc.grammar.schema.annotations`); the names are recorded in the options too.
     """
     grammar = Lowering(
         schema,
-        separators=separators,
+        whitespace=whitespace_mode(whitespace, separators),
+        max_whitespace=max_whitespace,
         open_objects=open_objects,
         max_depth=max_depth,
         limits=limits,
         ignore_keywords=ignore_keywords,
+        unknown_keywords=unknown_keywords,
     ).run()
     grammar.source_sha256 = source_sha256
     return grammar

@@ -59,5 +59,16 @@ class Builder:
     def opt(self, item: int) -> int:
         return self.rep(item, 0, 1)
 
+    def and_(self, *items: int, origin: str = "") -> int:
+        """The intersection of the items' languages (a `NOT` item is complemented within the
+        others); compiled by an automata product, so the items must stay regular."""
+        if len(items) == 1:
+            return items[0]
+        return self.grammar.add(Kind.AND, 0, 0, children=tuple(items), payload=origin)
+
+    def not_(self, item: int) -> int:
+        """Every byte string outside the item's language: only meaningful as an `and_` operand."""
+        return self.grammar.add(Kind.NOT, 0, 0, children=(item,))
+
     def ref(self, name: str) -> int:
         return self.grammar.add(Kind.REF, 0, 0, payload=name)

@@ -25,6 +25,7 @@ from trgc.errors import TrgcError
 from trgc.grammar.ast import Grammar, Kind, Rule
 from trgc.grammar.schema import numbers, regex, strings
 from trgc.grammar.schema.annotations import MODES, holds_schema, misspelt
+from trgc.grammar.schema.combinators import Combinators, Conj, conj_of, plain_decimal
 from trgc.grammar.schema.keywords import (
     ANNOTATION,
     KNOWN_FORMATS,
@@ -46,6 +47,8 @@ from trgc.grammar.schema.normalize import (
     is_annotation,
     view,
 )
+from trgc.grammar.schema.objectkeys import ObjectKeys, presence_predicate
+from trgc.grammar.schema.presence import Members, language, simplify
 from trgc.grammar.schema.refs import resolve, root_base
 from trgc.grammar.schema.whitespace import (
     DEFAULT_MAX_WHITESPACE,
@@ -65,6 +68,16 @@ FAMILY_KEYWORDS: dict[str, str] = {
     "properties": "object",
     "required": "object",
     "additionalProperties": "object",
+    "patternProperties": "object",
+    "propertyNames": "object",
+    "minProperties": "object",
+    "maxProperties": "object",
+    "dependentRequired": "object",
+    "dependentSchemas": "object",
+    "contains": "array",
+    "minContains": "array",
+    "maxContains": "array",
+    "multipleOf": "number",
     "items": "array",
     "prefixItems": "array",
     "minItems": "array",
@@ -150,7 +163,7 @@ def _type_matches(value: object, name: str) -> bool:
     return actual == name or (name == "number" and actual == "integer")
 
 
-class Lowering:
+class Lowering(Combinators):
     """One lowering run; `run()` returns the finished grammar."""
 
     def __init__(
@@ -274,6 +287,9 @@ class Lowering:
         if schema is False:
             self._no(pointer, "the schema is false")
             return None
+        if isinstance(schema, Conj):
+            node = yield from self._conj(schema, pointer)
+            return node
         if not isinstance(schema, dict):
             raise TrgcError(
                 "E_SCHEMA_NOT_OBJECT",
@@ -423,6 +439,9 @@ class Lowering:
         v = self._expand(v, pointer)
         if v is None:
             return None
+        if self.needs_terms(v) or ("oneOf" in v and not self._provably_disjoint(v, "oneOf")):
+            node = yield from self._combined(v, pointer)
+            return node
         if "$ref" in v:
             return self._ref(v["$ref"][0], v["$ref"][1])
         if "enum" in v or "const" in v:
@@ -580,15 +599,13 @@ class Lowering:
                         pointer,
                         "allOf combines additionalProperties with properties declared elsewhere; the merge would not be exact",
                     )
-        for key in ("items", "prefixItems"):
-            holders = [p for p in parts if key in p]
-            if len(holders) > 1 or (
-                holders
-                and any("items" in p or "prefixItems" in p for p in parts if p is not holders[0])
-            ):
-                raise unsupported(
-                    "allOf", pointer, "allOf combines array item schemas from several branches"
-                )
+        prefixed = [p for p in parts if "prefixItems" in p]
+        if prefixed and (
+            len(prefixed) > 1 or any("items" in p for p in parts if p is not prefixed[0])
+        ):
+            raise unsupported(
+                "allOf", pointer, "allOf combines prefixItems with item schemas from another branch"
+            )
         return out
 
     def _merge_one(self, key: str, a: tuple, b: tuple, pointer: str) -> tuple | None:
@@ -624,15 +641,21 @@ class Lowering:
                 if name in props and props[name][0] != sub:
                     if props[name][0] is True or props[name][0] == {}:
                         props[name] = (sub, sub_ptr)
-                    elif not (sub is True or sub == {}):
-                        raise unsupported(
-                            "allOf",
-                            sub_ptr,
-                            f"property {name!r} is constrained in two allOf branches",
-                        )
+                    elif not (sub is True or sub == {}):  # both apply to the member
+                        props[name] = (conj_of([props[name], (sub, sub_ptr)]), props[name][1])
                 elif name not in props:
                     props[name] = (sub, sub_ptr)
             return (props, xp)
+        if key in ("items", "additionalProperties", "propertyNames", "contains"):
+            if x is True or x == {}:
+                return b
+            if y is True or y == {}:
+                return a
+            if x is False or y is False:
+                return (False, xp if x is False else yp)
+            return (conj_of([a, b]), xp)
+        if key == "not":  # ¬x ∧ ¬y = ¬(x ∨ y)
+            return ({"anyOf": [x, y]}, xp)
         if key in SCHEMA_LISTS:
             if [s for s, _ in x] == [s for s, _ in y]:
                 return a
@@ -738,25 +761,31 @@ class Lowering:
         self.any_used = True
         return self.b.ref(ANY_RULE)
 
-    def _any_value_body(self) -> int:
+    def _any_of_kind(self, kind: str) -> int:
+        """Any object or any array (members and elements are any values)."""
         b = self.b
         layout = self.layout
-        member = lambda: b.seq(strings.string(b), layout.colon(), b.ref(ANY_RULE))  # noqa: E731
-        obj = b.seq(
-            layout.token("{"),
-            b.opt(b.seq(member(), b.rep(b.seq(layout.comma(), member()), 0, None))),
-            layout.token("}"),
-        )
-        arr = b.seq(
+        self.any_used = True
+        if kind == "object":
+            member = lambda: b.seq(strings.string(b), layout.colon(), b.ref(ANY_RULE))  # noqa: E731
+            return b.seq(
+                layout.token("{"),
+                b.opt(b.seq(member(), b.rep(b.seq(layout.comma(), member()), 0, None))),
+                layout.token("}"),
+            )
+        return b.seq(
             layout.token("["),
             b.opt(
                 b.seq(b.ref(ANY_RULE), b.rep(b.seq(layout.comma(), b.ref(ANY_RULE)), 0, None))
             ),
             layout.token("]"),
         )
+
+    def _any_value_body(self) -> int:
+        b = self.b
         return b.alt(
-            obj,
-            arr,
+            self._any_of_kind("object"),
+            self._any_of_kind("array"),
             strings.string(b),
             numbers.number(b),
             b.lit("true"),
@@ -767,6 +796,29 @@ class Lowering:
     # ---- enum / const ---------------------------------------------------------------------
 
     def _enum(self, v: View, pointer: str) -> int | None:
+        values = self._enum_values(v)
+        for key in assertion_keys(v):
+            if key not in _VALUE_CHECKED:
+                raise unsupported(
+                    key, v[key][1], f"{key} together with enum/const is not supported"
+                )
+        kept = [x for x in values if self._value_ok(x, v)]
+        if not kept:
+            self._no(
+                pointer,
+                "no enum/const value satisfies the other keywords" if values else "enum is empty",
+            )
+            return None
+        spellings: list[str] = []
+        for x in kept:
+            for text in self._spellings(x):
+                if text not in spellings:
+                    spellings.append(text)
+        return self.b.alt(*(self.layout.constant(text) for text in spellings))
+
+    def _enum_values(self, v: View) -> list:
+        """The values `enum` and `const` together allow (checked: enum is a list without
+        duplicates)."""
         values: list | None = None
         if "enum" in v:
             raw, ptr = v["enum"]
@@ -787,29 +839,16 @@ class Lowering:
                 else [x for x in values if value_key(x) == value_key(const)]
             )
         assert values is not None
-        for key in assertion_keys(v):
-            if key not in _VALUE_CHECKED:
-                raise unsupported(
-                    key, v[key][1], f"{key} together with enum/const is not supported"
-                )
-        kept = [x for x in values if self._value_ok(x, v)]
-        if not kept:
-            self._no(
-                pointer,
-                "no enum/const value satisfies the other keywords" if values else "enum is empty",
-            )
-            return None
-        spellings: list[str] = []
-        for x in kept:
-            for text in self._spellings(x):
-                if text not in spellings:
-                    spellings.append(text)
-        return self.b.alt(*(self.layout.constant(text) for text in spellings))
+        return values
 
     def _spellings(self, value: object) -> list[str]:
         """The compact texts a constant is written as: its canonical form, and an integral
         float also in integer form."""
         out = [compact_text(value)]
+        if isinstance(value, float):  # 1e-05 is also 0.00001: a spelling of the same value
+            plain = plain_decimal(value)
+            if plain is not None and plain not in out:
+                out.append(plain)
         # an integral float also in integer form (equal under JSON Schema, and an integer in
         # every draft); never the other way round: draft-04 does not count 1.0 as an integer
         if (
@@ -869,7 +908,25 @@ class Lowering:
     # ---- anyOf / oneOf ----------------------------------------------------------------------
 
     def _union(self, v: View, key: str, pointer: str) -> Gen:
-        branches, ptr = v[key]
+        ptr = v[key][1]
+        views = self._branch_views(v, key)
+        if key == "oneOf":
+            self._check_disjoint(views, ptr)
+        options: list[int] = []
+        for branch, sub_ptr in views:
+            if not assertion_keys(branch):
+                return self._any()
+            node = yield ("view", branch, sub_ptr)
+            if node is not None:
+                options.append(node)
+        if not options:
+            self._no(ptr, f"no {key} branch admits a value")
+            return None
+        return self.b.alt(*options)
+
+    def _branch_views(self, v: View, key: str) -> list[tuple[View, str]]:
+        """The branches of `v[key]`, each merged with the sibling keywords (false ones dropped)."""
+        branches = v[key][0]
         siblings = {k: e for k, e in v.items() if k != key}
         views: list[tuple[View, str]] = []
         for sub, sub_ptr in branches:
@@ -888,19 +945,7 @@ class Lowering:
             )
             if merged is not None:
                 views.append((merged, sub_ptr))
-        if key == "oneOf":
-            self._check_disjoint(views, ptr)
-        options: list[int] = []
-        for branch, sub_ptr in views:
-            if not assertion_keys(branch):
-                return self._any()
-            node = yield ("view", branch, sub_ptr)
-            if node is not None:
-                options.append(node)
-        if not options:
-            self._no(ptr, f"no {key} branch admits a value")
-            return None
-        return self.b.alt(*options)
+        return views
 
     def _semantic(self, v: View, depth: int = 0) -> View:
         """Follow a pure `$ref` chain (bounded) to the view that actually constrains."""
@@ -1144,12 +1189,17 @@ class Lowering:
                 extra_schema = addl
         elif self.open_objects:
             extra_schema = True
-        # required names that are not declared: declared here with the additional-member schema
+        keys = ObjectKeys.of(self, v, pointer)
+        # required names that are not declared: declared here with the schema of their key
         declared: list[tuple[str, object, str]] = [
             (name, sub, ptr) for name, (sub, ptr) in props.items()
         ]
         for name in required_raw:
             if name not in props:
+                matched = keys.schemas_for(name)
+                if matched:
+                    declared.append((name, conj_of(matched), matched[0][1]))
+                    continue
                 if extra_schema is False:
                     self._no(
                         req_ptr,
@@ -1160,27 +1210,90 @@ class Lowering:
                 declared.append(
                     (name, schema, extra_ptr if extra_schema not in (None, True) else req_ptr)
                 )
+        names = [name for name, _, _ in declared]
         members: list[tuple[int, bool]] = []
+        kept: list[str] = []
         for name, sub, ptr in declared:
-            value = yield ("schema", sub, ptr)
+            if not keys.name_allowed(name):
+                sub = False
+            elif name in props:
+                sub = keys.with_patterns(name, sub, ptr)
+            value = None if sub is False else (yield ("schema", sub, ptr))
             if value is None:
                 if name in required:
                     self._no(ptr, f"required member {name!r} admits no value")
                     return None
                 continue
+            kept.append(name)
             members.append(
                 (
                     b.seq(self.layout.key(strings.canonical_string(name)), value),
                     name in required,
                 )
             )
-        extra: int | None = None
-        if extra_schema not in (None, False):
-            value = yield ("schema", extra_schema, extra_ptr)
+        regions: list[tuple[tuple[int, ...], int]] = []  # (pattern indices, value node)
+        for region, schema, ptr in keys.regions(extra_schema, extra_ptr):
+            value = yield ("schema", schema, ptr)
             if value is not None:
-                names = [name for name, _, _ in declared]
-                extra = b.seq(strings.key_other_than(b, names), self.layout.colon(), value)
-        return self._member_list(members, extra)
+                regions.append((region, value))
+        names_node = None
+        if regions and keys.names is not None:
+            names_node = yield ("view", keys.names, keys.names_ptr)
+            if names_node is None:
+                regions = []
+        extra = self._extra_members(keys, regions, names, names_node, names)
+        body = self._member_list(members, extra)
+        pred = presence_predicate(self, v, pointer)
+        if pred is None:
+            return body
+        forms = [node for node, _ in members]
+        member_set = Members(
+            kept,
+            lambda i: self._copy(forms[i]),
+            None if extra is None else lambda excluded: self._extra_members(
+                keys, regions, names + excluded, names_node, names, copy=True
+            ),
+            None if extra is None else lambda name: self._extra_members(
+                keys, regions, names, names_node, names, copy=True, only=name
+            ),
+        )
+        folded = simplify(pred, required & set(kept), member_set)
+        if folded is True:
+            return body
+        if folded is False:
+            self._no(pointer, "no object has the members minProperties/maxProperties/dependentRequired ask for")
+            return None
+        condition = language(b, self.layout, member_set, folded)
+        if condition is None:
+            self._no(pointer, "no object has the members the presence keywords ask for")
+            return None
+        return b.and_(body, condition, origin=f"{pointer} (member presence)")
+
+    def _extra_members(
+        self,
+        keys: ObjectKeys,
+        regions: list[tuple[tuple[int, ...], int]],
+        excluded: list[str],
+        names_node: int | None,
+        declared: list[str],
+        *,
+        copy: bool = False,
+        only: str | None = None,
+    ) -> int | None:
+        """The additional members: one form per key region, its name none of `excluded`
+        (and exactly `only` when given), its value the region's schema."""
+        b = self.b
+        options = []
+        for region, value in regions:
+            key = keys.key_node(region, excluded)
+            if only is not None:
+                key = b.and_(key, b.lit(strings.canonical_string(only)), origin="member name")
+            if names_node is not None:
+                key = b.and_(key, self._copy(names_node), origin="propertyNames")
+            options.append(
+                b.seq(key, self.layout.colon(), self._copy(value) if copy else value)
+            )
+        return b.alt(*options) if options else None
 
     def _member_list(self, members: list[tuple[int, bool]], extra: int | None) -> int:
         """`{` members in order, commas between the present ones, optional ones skippable, extras last `}`.

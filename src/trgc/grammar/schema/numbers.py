@@ -123,6 +123,28 @@ def number(b: Builder) -> int:
 SIGNIFICANT = 15  # decimals of at most 15 digits round-trip through binary64 (DBL_DIG)
 
 
+def canonical_number(b: Builder) -> int:
+    """Numbers in their one canonical plain spelling: no exponent, no leading zeros, no
+    trailing zeros in the fraction, no `-0`, and at most `SIGNIFICANT` digits in all (the
+    integer part's digits, `0` included, plus the fraction's). Every such value has exactly one
+    spelling here, and every integer here is safe: the spelling discipline of a complement."""
+
+    def fraction(room: int) -> int:  # "." then at most `room` digits, the last non-zero
+        return b.seq(b.lit("."), b.rep(_digit(b), 0, room - 1), _digit(b, "1", "9"))
+
+    def tail(room: int) -> int:
+        return b.opt(fraction(room)) if room else b.empty()
+
+    room = SIGNIFICANT - 1
+    options = [b.seq(b.lit("0"), tail(room)), b.seq(b.lit("-0"), fraction(room))]
+    for width in range(1, SIGNIFICANT + 1):
+        room = SIGNIFICANT - width
+        for sign in ("", "-"):
+            head = b.seq(_digit(b, "1", "9"), b.rep(_digit(b), width - 1, width - 1))
+            options.append(b.seq(b.lit(sign), head, tail(room)))
+    return b.alt(*options)
+
+
 def _fraction(b: Builder, kind: str, cap: int | None = None) -> int | None:
     """`any`: optional fraction; `zero`: optional all-zero fraction; `nonzero`: a fraction with a
     non-zero digit. `cap` bounds the fraction digits (None: unbounded; the result is None when

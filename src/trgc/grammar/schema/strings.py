@@ -99,6 +99,12 @@ def _canonical_unit(b: Builder) -> int:
     return node
 
 
+def canonical_string_any(b: Builder) -> int:
+    """Every quoted string in its canonical spelling (json.dumps, ensure_ascii=False): the
+    spelling discipline of a complement (`trgc.grammar.schema.combinators`)."""
+    return b.seq(b.lit('"'), b.rep(_canonical_unit(b), 0, None), b.lit('"'))
+
+
 def key_other_than(b: Builder, names: list[str]) -> int:
     """A canonical quoted member name that is none of `names`.
 

@@ -148,3 +148,55 @@ def test_too_many_patterns_are_refused():
         compiled({"type": "object", "patternProperties": many})
     assert info.value.code == "E_UNSUPPORTED_KEYWORD"
     assert info.value.details["keyword"] == "patternProperties"
+
+
+UNEVALUATED: list[tuple[dict, list[str]]] = [
+    (
+        {
+            "properties": {"a": {"type": "integer"}},
+            "allOf": [{"properties": {"b": {"type": "string"}}}],
+            "unevaluatedProperties": False,
+        },
+        ['{"a":1}', '{"a":1,"b":"x"}', '{"b":"x"}'],
+    ),
+    (
+        {
+            "type": "object",
+            "properties": {"kind": {"const": "x"}},
+            "if": {"properties": {"kind": {"const": "x"}}, "required": ["kind"]},
+            "then": {"properties": {"n": {"type": "integer"}}},
+            "unevaluatedProperties": {"type": "string"},
+        },
+        ['{"kind":"x","n":1}', "{}", '{"kind":"x"}'],
+    ),
+]
+
+
+@pytest.mark.parametrize("index", range(len(UNEVALUATED)))
+def test_unevaluated_properties_over_the_merged_members(index):
+    schema, instances = UNEVALUATED[index]
+    for text in instances:
+        assert agree(schema, text), (schema, text)
+    assert check_samples(schema, compiled(schema), seed=700 + index, count=40) > 0
+
+
+def test_unevaluated_properties_inside_a_merged_branch_is_refused():
+    """A branch's unevaluatedProperties only sees that branch: merging would be unsound."""
+    for schema in (
+        {
+            "$defs": {"A": {"unevaluatedProperties": False}},
+            "properties": {"p": {}},
+            "$ref": "#/$defs/A",
+        },
+        {
+            "allOf": [{"properties": {"p": {}}, "unevaluatedProperties": False}],
+            "properties": {"q": {}},
+        },
+        {
+            "properties": {"foo": {"properties": {"bar": {}}, "unevaluatedProperties": False}},
+            "anyOf": [{"properties": {"foo": {"properties": {"faz": {}}}}}],
+        },
+    ):
+        with pytest.raises(TrgcError) as info:
+            trgc.compile_schema(schema)
+        assert info.value.details.get("keyword") == "unevaluatedProperties", schema

@@ -56,6 +56,7 @@ CODES: dict[str, str] = {
     "E_SCHEMA_KEYWORD_TYPO": "an unknown schema keyword is spelt like an assertion keyword (e.g. emum, maxLenght); it is never read as an annotation",
     "E_SCHEMA_NOT_OBJECT": "a schema or subschema is neither a JSON object nor a boolean",
     "E_UNSATISFIABLE": "no JSON value satisfies the schema within the trj-1 profile (e.g. minLength > maxLength, empty enum)",
+    "E_UNIQUE_ITEMS": "uniqueItems: true over an element domain trj-1 cannot enumerate (not finite, or more than 12 values)",
     "E_UNSUPPORTED_KEYWORD": "the schema uses a keyword (or keyword value) outside the trj-1 keyword matrix",
     # grammar analysis
     "E_DUPLICATE_RULE": "two rules share a name",

@@ -53,7 +53,18 @@ def compile_schema(
             ignore_keywords=tuple(ignore_keywords),
             unknown_keywords=unknown_keywords,
         )
-        return compile_ast(grammar, limits=limits)
+        try:
+            return compile_ast(grammar, limits=limits)
+        except TrgcError as error:
+            if error.code != "E_EMPTY_LANGUAGE":
+                raise
+            # the intersections a schema's keywords compile to left no string at all
+            raise TrgcError(
+                "E_UNSATISFIABLE",
+                "no JSON value satisfies the schema within the trj-1 profile: its constraints "
+                "have an empty intersection",
+                pointer=error.pointer,
+            ) from None
     except TrgcError as error:
         if error.source is None and source is not None:
             error.source = source

@@ -34,6 +34,7 @@ UNSUPPORTED_CODES = {
     "E_UNSUPPORTED_KEYWORD": None,
     "E_REMOTE_REF": "$ref (remote)",
     "E_ONEOF_OVERLAP": "oneOf (overlapping branches)",
+    "E_UNIQUE_ITEMS": "uniqueItems (unbounded element domain)",
 }
 
 

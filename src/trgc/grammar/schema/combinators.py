@@ -165,7 +165,12 @@ class Combinators:
                 self._no(ptr, "the schema is false")
                 return None
             views.append(self._target_view(schema, ptr))
-        merged = self._merge(views, pointer) if len(views) > 1 else (views[0] if views else {})
+        # the parts are peers (like allOf branches): none sees the others' evaluations
+        merged = (
+            self._merge(views, pointer, outer=None)
+            if len(views) > 1
+            else (views[0] if views else {})
+        )
         if merged is None:
             return None
         if not conj.negated:
@@ -197,7 +202,7 @@ class Combinators:
             if target is False:
                 return None
             views = [rest] if target is True else [self._target_view(target, target_ptr), rest]
-            merged = self._merge(views, pointer)
+            merged = self._merge(views, pointer, outer=len(views) - 1)
             if merged is None:
                 return None
             return (yield from self._term(merged, negated, pointer, depth + 1))
@@ -341,7 +346,7 @@ class Combinators:
             elif name == "object":
                 node = yield from self._negated_objects(p, classes, pointer)
             else:  # arrays: a negation either excludes nothing here or raised above
-                node = yield from self._array(p, pointer)
+                node = yield from self._array_with(p, pointer)
             if node is not None:
                 options.append(node)
         if not options:
@@ -567,7 +572,7 @@ class Combinators:
         required = list(view.get("required", ([], pointer))[0])
         lo = self._count(view, "minProperties", 0)
         hi = self._count(view, "maxProperties")
-        addl = view.get("additionalProperties", (True, pointer))
+        addl = view.get("additionalProperties", view.get("unevaluatedProperties", (True, pointer)))
         for choice in combo:
             if choice[0] == "lacks":
                 if choice[1] in required:
@@ -581,6 +586,8 @@ class Combinators:
                 name, entry = choice[1], choice[2]
                 if name in props and props[name][0] is False:
                     return None
+                if name not in props and addl[0] is False:
+                    return None  # the name is not admitted at all
                 props[name] = (conj_of([props.get(name, addl)], [entry]), entry[1])
                 if name not in required:
                     required.append(name)

@@ -113,7 +113,12 @@ KEYWORDS: tuple[Keyword, ...] = (
     ),
     Keyword("minItems", SUPPORTED, "array", "counted repetition, bounded by the repetition limit"),
     Keyword("maxItems", SUPPORTED, "array", "counted repetition, bounded by the repetition limit"),
-    Keyword("uniqueItems", SUPPORTED, "array", "`false` only (the default); `true` is unsupported"),
+    Keyword(
+        "uniqueItems",
+        SUPPORTED,
+        "array",
+        "`true` exactly when the element domain is finite and small (enum, const, boolean and null elements, at most 12 values): each value at most once, an automata product of up to 2^n states; otherwise E_UNIQUE_ITEMS",
+    ),
     # strings
     Keyword(
         "minLength",
@@ -128,7 +133,7 @@ KEYWORDS: tuple[Keyword, ...] = (
         "format",
         SUPPORTED,
         "string",
-        "as shape only (a subset of what validators accept): `date`, `time`, `date-time` (RFC 3339, upper-case `T`/`Z`, no leap second), `uuid`, `email` (dot-atom @ hostname), `hostname`, `ipv4`, `uri`/`uri-reference`/`iri`/`iri-reference` (http(s) URLs); other formats validators know (ipv6, regex, duration, ...) are unsupported; names no validator knows (OpenAPI int32, ...) are annotations",
+        "as shape only (a subset of what validators accept): `date`, `time`, `date-time` (RFC 3339, upper-case `T`/`Z`, no leap second), `duration` (RFC 3339 appendix A, integers of at most 9 digits), `uuid`, `email`/`idn-email` (dot-atom @ hostname, ASCII), `hostname`/`idn-hostname` (2 to 4 ASCII labels), `ipv4`, `ipv6` (RFC 4291 text forms, no zone), `uri`/`uri-reference`/`iri`/`iri-reference` (http(s) URLs), `json-pointer`, `relative-json-pointer` (no index manipulation), `uri-template` (RFC 6570, ASCII); with pattern or minLength/maxLength by intersection; `regex` (not a regular language) is unsupported; names no validator knows (OpenAPI int32, ...) are an error, or annotations with --unknown-keywords annotate",
     ),
     # numbers
     Keyword(
@@ -223,12 +228,37 @@ KEYWORDS: tuple[Keyword, ...] = (
         "object",
         "draft-04..07 form: an array value is dependentRequired, a schema value dependentSchemas",
     ),
-    Keyword("unevaluatedProperties", UNSUPPORTED, "object", "deferred"),
-    Keyword("unevaluatedItems", UNSUPPORTED, "array", "deferred"),
-    Keyword("contains", UNSUPPORTED, "array", "deferred"),
-    Keyword("minContains", UNSUPPORTED, "array", "deferred"),
-    Keyword("maxContains", UNSUPPORTED, "array", "deferred"),
-    Keyword("multipleOf", UNSUPPORTED, "number", "deferred (complex multipleOf)"),
+    Keyword(
+        "unevaluatedProperties",
+        SUPPORTED,
+        "object",
+        "where the schema itself (with what allOf, $ref, if/then and the chosen anyOf/oneOf branch merge into it) has no additionalProperties: it stands for additionalProperties over the merged members; inside a branch that is merged with others it is unsupported",
+    ),
+    Keyword(
+        "unevaluatedItems",
+        SUPPORTED,
+        "array",
+        "where the merged schema has no `items`: the schema of the elements after prefixItems (with `contains`: elements valid under contains or under it); inside a merged branch unsupported",
+    ),
+    Keyword(
+        "contains",
+        SUPPORTED,
+        "array",
+        "exact: the array intersected with the arrays having at least minContains (default 1) elements valid under it",
+    ),
+    Keyword("minContains", SUPPORTED, "array", "with contains; counted, bounded by the repetition limit"),
+    Keyword(
+        "maxContains",
+        SUPPORTED,
+        "array",
+        "with contains: the other elements must be outside `contains`, a negation computed as for `not` (scalars, member presence)",
+    ),
+    Keyword(
+        "multipleOf",
+        SUPPORTED,
+        "number",
+        "exact (by the decimal value, not binary64 division) for steps n·10^-k with n = 2^a·5^b (1, 2, 5, 10, 16, 0.01, 0.25, ...): the last digits decide divisibility; numbers then written without exponent; other steps (3, 12, 0.3) unsupported",
+    ),
     Keyword(
         "not",
         SUPPORTED,
@@ -249,9 +279,14 @@ KEYWORDS: tuple[Keyword, ...] = (
     Keyword("$recursiveRef", UNSUPPORTED, "core", "deferred: 2019-09 recursive references"),
     Keyword("$recursiveAnchor", UNSUPPORTED, "core", "deferred: 2019-09 recursive references"),
     Keyword("$vocabulary", UNSUPPORTED, "core", "deferred: meta-schemas"),
-    Keyword("contentEncoding", UNSUPPORTED, "string", "deferred: content vocabulary"),
-    Keyword("contentMediaType", UNSUPPORTED, "string", "deferred: content vocabulary"),
-    Keyword("contentSchema", UNSUPPORTED, "string", "deferred: content vocabulary"),
+    Keyword(
+        "contentEncoding",
+        ANNOTATION,
+        "string",
+        "content vocabulary: an annotation in 2019-09 and later (validators do not assert it)",
+    ),
+    Keyword("contentMediaType", ANNOTATION, "string", "content vocabulary: as contentEncoding"),
+    Keyword("contentSchema", ANNOTATION, "string", "content vocabulary: as contentEncoding"),
 )
 
 STATUS: dict[str, str] = {k.name: k.status for k in KEYWORDS if not k.name.endswith("*")}
@@ -267,14 +302,21 @@ def status_of(keyword: str) -> str | None:
 SUPPORTED_FORMATS: tuple[str, ...] = (
     "date",
     "date-time",
+    "duration",
     "email",
     "hostname",
+    "idn-email",
+    "idn-hostname",
     "iri",
     "iri-reference",
     "ipv4",
+    "ipv6",
+    "json-pointer",
+    "relative-json-pointer",
     "time",
     "uri",
     "uri-reference",
+    "uri-template",
     "uuid",
 )
 # formats some validator asserts: without a shape here they are unsupported; every other
@@ -310,7 +352,9 @@ PROFILE_RULES: dict[str, str] = {
     "declared-order": "members appear in the order of `properties`; additional members come after the declared ones",
     "unique-names": "a member name appears at most once (additional members of open objects are only checked against the declared names)",
     "integer-form": "integers are written without fraction or exponent (`1`, never `1.0` or `1e0`) and never as `-0`",
-    "safe-integers": "integers lie within ±(2^53−1)",
+    "safe-integers": "integers lie within ±(2^53−1) unless the schema's own bounds say otherwise",
+    "binary64-numbers": "numbers without bounds (under {} or a bare number type) are binary64-safe: plain integers within ±(2^53−1), otherwise at most 17 integer and 17 fraction digits and an exponent of at most 280, so no spelling overflows, underflows or rounds an integer",
+    "unique-names-extra": "additional members (open objects, additionalProperties, patternProperties, values under {}) are only checked against the declared names: no finite automaton can rule out a repeated additional name; minProperties counts them once in all so that a repetition cannot break it",
     "number-form": "numbers have no leading zeros, no NaN/Infinity; under bounds they are written without exponent (and with at most 15 significant digits under an exclusive bound)",
     "string-form": "strings are valid UTF-8 with valid escapes; `\\u` surrogates only as valid pairs; control characters escaped",
     "separators": "no whitespace except the chosen separators: compact `,` `:` or pretty `, ` `: ` as json.dumps writes them",

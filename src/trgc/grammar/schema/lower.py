@@ -25,6 +25,7 @@ from trgc.errors import TrgcError
 from trgc.grammar.ast import Grammar, Kind, Rule
 from trgc.grammar.schema import numbers, regex, strings
 from trgc.grammar.schema.annotations import MODES, holds_schema, misspelt
+from trgc.grammar.schema.arrays import ArrayKeywords
 from trgc.grammar.schema.combinators import Combinators, Conj, conj_of, plain_decimal
 from trgc.grammar.schema.keywords import (
     ANNOTATION,
@@ -50,6 +51,7 @@ from trgc.grammar.schema.normalize import (
 from trgc.grammar.schema.objectkeys import ObjectKeys, presence_predicate
 from trgc.grammar.schema.presence import Members, language, simplify
 from trgc.grammar.schema.refs import resolve, root_base
+from trgc.grammar.schema.values import json_type, value_key
 from trgc.grammar.schema.whitespace import (
     DEFAULT_MAX_WHITESPACE,
     SEPARATORS,
@@ -69,6 +71,8 @@ FAMILY_KEYWORDS: dict[str, str] = {
     "required": "object",
     "additionalProperties": "object",
     "patternProperties": "object",
+    "unevaluatedProperties": "object",
+    "unevaluatedItems": "array",
     "propertyNames": "object",
     "minProperties": "object",
     "maxProperties": "object",
@@ -108,6 +112,7 @@ _VALUE_CHECKED = frozenset(
         "maxItems",
         "uniqueItems",
         "format",
+        "multipleOf",
     }
 )
 _SHARE_ABOVE = 48  # subtrees larger than this are shared through a helper rule instead of copied
@@ -124,46 +129,12 @@ def unsupported(keyword: str, pointer: str, message: str, hint: str | None = Non
     )
 
 
-def value_key(value: object) -> str:
-    """JSON Schema equality as a string: 1 and 1.0 are equal, true and 1 are not."""
-
-    def canon(v: object) -> object:
-        if isinstance(v, float) and v.is_integer():
-            return int(v)
-        if isinstance(v, dict):
-            return {k: canon(x) for k, x in v.items()}
-        if isinstance(v, list):
-            return [canon(x) for x in v]
-        return v
-
-    try:
-        return json.dumps(canon(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    except RecursionError:
-        raise TrgcError("E_LIMIT_NESTING", "an enum or const value nests too deeply") from None
-
-
-def json_type(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "integer" if value.is_integer() else "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
-
-
 def _type_matches(value: object, name: str) -> bool:
     actual = json_type(value)
     return actual == name or (name == "number" and actual == "integer")
 
 
-class Lowering(Combinators):
+class Lowering(Combinators, ArrayKeywords):
     """One lowering run; `run()` returns the finished grammar."""
 
     def __init__(
@@ -399,15 +370,6 @@ class Lowering(Combinators):
                     f"keyword {key!r} is outside the trj-1 profile",
                     hint="trgc keywords lists the trj-1 keyword matrix",
                 )
-        if "uniqueItems" in v:
-            value, ptr = v["uniqueItems"]
-            if not isinstance(value, bool):
-                raise TrgcError("E_SCHEMA_INVALID", "uniqueItems must be a boolean", pointer=ptr)
-            max_items = v.get("maxItems", (None, ""))[0]
-            if value and not (isinstance(max_items, int) and max_items <= 1):
-                raise unsupported(
-                    "uniqueItems", ptr, "uniqueItems: true is outside the trj-1 profile"
-                )
         if "format" in v:
             value, ptr = v["format"]
             if not isinstance(value, str):
@@ -465,7 +427,7 @@ class Lowering(Combinators):
             if name == "object":
                 node = yield from self._object(v, pointer)
             elif name == "array":
-                node = yield from self._array(v, pointer)
+                node = yield from self._array_with(v, pointer)
             else:
                 node = self._scalar(name, v, pointer)
             if node is not None:
@@ -516,7 +478,7 @@ class Lowering(Combinators):
                     self._no(ref_ptr, "the referenced schema is false")
                     return None
                 parts = [rest] if target is True else [self._target_view(target, target_ptr), rest]
-                merged = self._merge(parts, ref_ptr)
+                merged = self._merge(parts, ref_ptr, outer=len(parts) - 1)
                 if merged is None:
                     return None
                 v = merged
@@ -560,14 +522,28 @@ class Lowering(Combinators):
         self._check_keywords(v, pointer)
         return v
 
-    def _merge(self, parts: list[View], pointer: str) -> View | None:
-        """The conjunction of several views as one view, when that is exact; else unsupported."""
+    def _merge(self, parts: list[View], pointer: str, outer: int | None = 0) -> View | None:
+        """The conjunction of several views as one view, when that is exact; else unsupported.
+
+        `parts[outer]` is the schema the others are applied in (its unevaluated* keywords see
+        all of them); every other part is a branch whose unevaluated* would only see itself."""
         out: View = {}
         closers = [
             p
             for p in parts
             if "additionalProperties" in p and p["additionalProperties"][0] not in (True, {})
         ]
+        for index, part in enumerate(parts):
+            if index == outer:
+                continue
+            for key in ("unevaluatedProperties", "unevaluatedItems"):
+                if key in part:
+                    raise unsupported(
+                        key,
+                        part[key][1],
+                        f"{key} inside a branch merged with others (allOf, $ref, if/then, anyOf, "
+                        "oneOf, dependentSchemas) only sees that branch's keywords; not supported",
+                    )
         for part in parts:
             for key, entry in part.items():
                 if is_annotation(key) or key in CONTAINERS:
@@ -875,6 +851,8 @@ class Lowering(Combinators):
             ):
                 if key in v and not ok(self._num(*v[key])):
                     return False
+            if "multipleOf" in v and (x / self._num(*v["multipleOf"])).denominator != 1:
+                return False
         if isinstance(value, str):
             if "minLength" in v and len(value) < self._count(v, "minLength"):
                 return False
@@ -1067,6 +1045,25 @@ class Lowering(Combinators):
     # ---- scalars ------------------------------------------------------------------------------
 
     def _scalar(self, name: str, v: View, pointer: str) -> int | None:
+        node = self._plain_scalar(name, v, pointer)
+        if node is None or name not in ("integer", "number") or "multipleOf" not in v:
+            return node
+        raw, ptr = v["multipleOf"]
+        step = self._num(raw, ptr)
+        if step <= 0:
+            raise TrgcError("E_SCHEMA_INVALID", "multipleOf must be greater than 0", pointer=ptr)
+        exact = Decimal(raw) if isinstance(raw, int) else Decimal(repr(raw))
+        multiples = numbers.multiple_of(self.b, exact)
+        if multiples is None:
+            raise unsupported(
+                "multipleOf",
+                ptr,
+                f"multipleOf {json.dumps(raw)} is supported for steps n·10^-k with n = 2^a·5^b "
+                "(1, 2, 5, 10, 0.01, 0.25, ...) whose last digits decide divisibility",
+            )
+        return self.b.and_(node, multiples, origin=f"{ptr} (multipleOf)")
+
+    def _plain_scalar(self, name: str, v: View, pointer: str) -> int | None:
         b = self.b
         if name == "null":
             return b.lit("null")
@@ -1141,11 +1138,12 @@ class Lowering(Combinators):
             pattern, ptr = v["pattern"]
             if not isinstance(pattern, str):
                 raise TrgcError("E_SCHEMA_INVALID", "pattern must be a string", pointer=ptr)
-            if "format" in v and v["format"][0] in SUPPORTED_FORMATS:
-                raise unsupported("pattern", ptr, "pattern together with format is not supported")
             node = regex.pattern_string(self.b, pattern, ptr, self.limits.repetition, lo, hi)
             if node is None:
                 self._no(ptr, f"no string matches pattern {pattern!r} within the length bounds")
+            elif "format" in v and v["format"][0] in SUPPORTED_FORMATS:
+                shape = strings.formatted_string(self.b, v["format"][0])  # type: ignore[arg-type]
+                node = self.b.and_(node, shape, origin=f"{ptr} (pattern with format)")
             return node
         if "format" in v and v["format"][0] in SUPPORTED_FORMATS:
             fmt = v["format"][0]
@@ -1153,12 +1151,14 @@ class Lowering(Combinators):
             if (hi is not None and hi < f_lo) or (f_hi is not None and lo > f_hi):
                 self._no(pointer, f"format {fmt} strings never have the allowed length")
                 return None
+            shape = strings.formatted_string(self.b, fmt)  # type: ignore[arg-type]
             if lo > f_lo or (hi is not None and (f_hi is None or hi < f_hi)):
-                key = "minLength" if lo > f_lo else "maxLength"
-                raise unsupported(
-                    key, v[key][1], f"{key} together with format {fmt!r} is not supported"
-                )
-            return strings.formatted_string(self.b, fmt)  # type: ignore[arg-type]
+                check_limit("repetition", lo, self.limits.repetition, "minLength")
+                if hi is not None:
+                    check_limit("repetition", hi, self.limits.repetition, "maxLength")
+                lengths = strings.string(self.b, lo, hi)
+                return self.b.and_(shape, lengths, origin=f"{pointer} (format with lengths)")
+            return shape
         check_limit("repetition", lo, self.limits.repetition, "minLength")
         if hi is not None:
             check_limit("repetition", hi, self.limits.repetition, "maxLength")
@@ -1179,8 +1179,10 @@ class Lowering(Combinators):
         required = set(required_raw)
         extra_schema: object = None  # None: no additional members
         extra_ptr = pointer
-        if "additionalProperties" in v:
-            addl, extra_ptr = v["additionalProperties"]
+        # without additionalProperties, the members nothing evaluates are unevaluatedProperties'
+        addl_key = "additionalProperties" if "additionalProperties" in v else "unevaluatedProperties"
+        if addl_key in v:
+            addl, extra_ptr = v[addl_key]
             if addl is False:
                 extra_schema = False
             elif addl is True or addl == {}:

@@ -22,7 +22,7 @@ from itertools import combinations
 
 from trgc.errors import TrgcError
 from trgc.grammar.schema import regex, strings
-from trgc.grammar.schema.combinators import conj_of, unsupported
+from trgc.grammar.schema.combinators import Conj, conj_of, unsupported
 from trgc.grammar.schema.normalize import View
 from trgc.limits import check_limit
 
@@ -70,6 +70,10 @@ class ObjectKeys:
                 )
             elif raw is False:
                 names = None
+            elif isinstance(raw, Conj):
+                raise unsupported(
+                    "propertyNames", names_ptr, "propertyNames from two merged branches"
+                )
             elif raw is not True:
                 raise TrgcError(
                     "E_SCHEMA_NOT_OBJECT", "propertyNames is a schema", pointer=names_ptr

@@ -157,6 +157,13 @@ FORMAT_LENGTHS: dict[str, tuple[int, int | None]] = {
     "uri-reference": (11, None),
     "iri": (11, None),
     "iri-reference": (11, None),
+    "idn-email": (6, 209),
+    "idn-hostname": (4, 146),
+    "duration": (3, None),
+    "ipv6": (2, 45),
+    "json-pointer": (0, None),
+    "relative-json-pointer": (1, None),
+    "uri-template": (0, None),
 }
 
 
@@ -310,9 +317,14 @@ def uri(b: Builder) -> int:
 
 
 def formatted_string(b: Builder, fmt: str) -> int:
-    """A quoted string of the given format's shape (raw ASCII characters only)."""
-    if fmt in ("email", "hostname", "ipv4"):
-        body = {"email": email, "hostname": hostname, "ipv4": ipv4}[fmt](b)
+    """A quoted string of the given format's shape (`trgc.grammar.schema.formats` holds the
+    shapes added for the other 2020-12 formats)."""
+    from trgc.grammar.schema import formats
+
+    if fmt in formats.SHAPES:
+        body = formats.SHAPES[fmt](b)
+    elif fmt in ("email", "hostname", "ipv4", "idn-email", "idn-hostname"):
+        body = {"email": email, "hostname": hostname, "ipv4": ipv4}[fmt.removeprefix("idn-")](b)
     elif fmt in ("uri", "uri-reference", "iri", "iri-reference"):
         body = uri(b)
     elif fmt == "date":

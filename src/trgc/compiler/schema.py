@@ -30,8 +30,8 @@ def compile_schema(
 ) -> Artifact:
     """Compile a JSON Schema (a parsed object, JSON text or bytes) into an Artifact.
 
-    `whitespace` is "compact" (`,` `:`, the default), "pretty" (`, ` `: ` as json.dumps writes
-    them) or "flexible" (JSON whitespace, at most `max_whitespace` characters on each side of
+    `whitespace` is "pretty" (`, ` `: ` as json.dumps and chat templates write them, the
+    default), "compact" (`,` `:`) or "flexible" (JSON whitespace, at most `max_whitespace` characters on each side of
     every structural character); `separators` is its older name. `open_objects` admits
     undeclared members (after the declared ones) in every object; `ignore_keywords` are
     keywords the caller explicitly treats as annotations; `unknown_keywords="annotate"` treats
@@ -69,3 +69,34 @@ def compile_schema(
         if error.source is None and source is not None:
             error.source = source
         raise
+
+
+def whitespace_hint(artifact: Artifact, data: bytes) -> str | None:
+    """For a JSON Schema artifact that rejects `data`: the option that would accept it, when
+    only its whitespace is in the way (the same tokens re-spaced the artifact's way pass)."""
+    from trgc.artifact.check import check
+    from trgc.grammar.schema.whitespace import DEFAULT_MAX_WHITESPACE, respace, written_mode
+
+    options = artifact.metadata.get("options") or {}
+    mode = options.get("whitespace")
+    if artifact.metadata.get("source_kind") != "trj" or mode is None:
+        return None
+    fixed = respace(data, "compact" if mode == "flexible" else mode)
+    if fixed is None or fixed == data or not check(artifact, fixed).accepted:
+        return None
+    written, longest = written_mode(data)
+    if mode == "flexible":
+        return (
+            f"rejected only for its whitespace: a run of {longest} characters; compile with "
+            f"--max-whitespace {longest} (now {options.get('max_whitespace')}) to accept it"
+        )
+    if written != "flexible":
+        return (
+            f"rejected only for its whitespace: the document is written {written}, the artifact "
+            f"was compiled with --whitespace {mode}; compile with --whitespace {written} to accept it"
+        )
+    extra = "" if longest <= DEFAULT_MAX_WHITESPACE else f" --max-whitespace {longest}"
+    return (
+        f"rejected only for its whitespace (the artifact was compiled with --whitespace {mode}); "
+        f"compile with --whitespace flexible{extra} to accept it"
+    )

@@ -24,7 +24,7 @@ def compile_source(
     source: str,
     limits: Limits = DEFAULT_LIMITS,
     strict: bool = False,
-    separators: str = "compact",
+    separators: str = "pretty",
     open_objects: bool = False,
     ignore_keywords: tuple[str, ...] = (),
     unknown_keywords: str = "error",

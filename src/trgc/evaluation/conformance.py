@@ -102,7 +102,9 @@ def _contains_integral_float(value: object) -> bool:
     return False
 
 
-def run_suite(path: Path, *, separators: str = "compact") -> list[CaseResult]:
+def run_suite(
+    path: Path, *, separators: str = "compact", unknown_keywords: str = "error"
+) -> list[CaseResult]:
     """Compile every 2020-12 suite schema and check every instance; one result per test case."""
     folder = path / SUITE_DIR if (path / SUITE_DIR).is_dir() else path
     if not folder.is_dir():
@@ -114,11 +116,13 @@ def run_suite(path: Path, *, separators: str = "compact") -> list[CaseResult]:
         except (OSError, ValueError) as exc:
             raise TrgcError("E_IO", f"cannot read suite file: {exc}", source=str(file)) from None
         for gi, group in enumerate(groups):
-            results.extend(_run_group(file.name, gi, group, separators))
+            results.extend(_run_group(file.name, gi, group, separators, unknown_keywords))
     return results
 
 
-def _run_group(name: str, gi: int, group: dict, separators: str) -> list[CaseResult]:
+def _run_group(
+    name: str, gi: int, group: dict, separators: str, unknown_keywords: str = "error"
+) -> list[CaseResult]:
     schema = group["schema"]
     out: list[CaseResult] = []
 
@@ -133,7 +137,7 @@ def _run_group(name: str, gi: int, group: dict, separators: str) -> list[CaseRes
         )
 
     try:
-        artifact = compile_schema(schema, separators=separators)
+        artifact = compile_schema(schema, separators=separators, unknown_keywords=unknown_keywords)
     except TrgcError as error:
         if error.code in UNSUPPORTED_CODES:
             reason = UNSUPPORTED_CODES[error.code] or error.details.get("keyword", "?")
@@ -142,7 +146,12 @@ def _run_group(name: str, gi: int, group: dict, separators: str) -> list[CaseRes
             # no value satisfies the schema in the profile: every valid instance must be
             # explained by the profile (open objects admit it), or the refusal is wrong
             try:
-                opened = compile_schema(schema, separators=separators, open_objects=True)
+                opened = compile_schema(
+                    schema,
+                    separators=separators,
+                    open_objects=True,
+                    unknown_keywords=unknown_keywords,
+                )
             except TrgcError:
                 opened = None
             out = []
@@ -167,7 +176,12 @@ def _run_group(name: str, gi: int, group: dict, separators: str) -> list[CaseRes
         else:
             if opened is None:
                 try:
-                    opened = compile_schema(schema, separators=separators, open_objects=True)
+                    opened = compile_schema(
+                        schema,
+                        separators=separators,
+                        open_objects=True,
+                        unknown_keywords=unknown_keywords,
+                    )
                 except TrgcError:  # e.g. open members make a union unpredictable: no evidence
                     opened = False
             accepted_open = opened is not False and check(opened, data).accepted

@@ -1449,7 +1449,7 @@ def lower_schema(
 
     `ignore_keywords` names keywords the caller explicitly wants treated as annotations (for
     example a benchmark's neutralised `_format`); they are recorded in the grammar options.
-    `whitespace` is "compact" (the default), "pretty" or "flexible" (`whitespace.py`);
+    `whitespace` is "pretty" (the default), "compact" or "flexible" (`whitespace.py`);
     `separators` is its older name (compact or pretty), accepted when `whitespace` is not given.
     `unknown_keywords="annotate"` reads every name outside the matrix as an annotation
     (`trgc.grammar.schema.annotations`); the names are recorded in the options too.

@@ -43,7 +43,8 @@ def check_mode(mode: object, max_whitespace: int) -> None:
 
 def whitespace_mode(whitespace: str | None, separators: str | None) -> str:
     """The mode from the `whitespace` option or its older name `separators` (compact or
-    pretty); compact when neither is given, E_USAGE when both disagree."""
+    pretty); pretty (as json.dumps and every chat template write JSON) when neither is given,
+    E_USAGE when both disagree."""
     if separators is not None and separators not in SEPARATORS:
         raise TrgcError("E_USAGE", f"separators must be 'compact' or 'pretty', got {separators!r}")
     if whitespace is not None and separators is not None and whitespace != separators:
@@ -52,7 +53,7 @@ def whitespace_mode(whitespace: str | None, separators: str | None) -> str:
             f"whitespace {whitespace!r} and separators {separators!r} disagree",
             hint="separators is the older name of whitespace: give one of them",
         )
-    return whitespace or separators or "compact"
+    return whitespace or separators or "pretty"
 
 
 class Layout:
@@ -188,3 +189,51 @@ def compact_text(value: object) -> str:
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     except RecursionError:
         raise TrgcError("E_LIMIT_NESTING", "an enum or const value nests too deeply") from None
+
+
+def respace(data: bytes, mode: str) -> bytes | None:
+    """`data` with the whitespace between JSON tokens rewritten as `mode` writes it (compact or
+    pretty); None when `data` has an unterminated string. Strings are copied byte for byte."""
+    item_sep, key_sep = SEPARATORS[mode]
+    out = bytearray()
+    i, n = 0, len(data)
+    while i < n:
+        c = data[i]
+        if c == 0x22:  # a string: up to the closing quote, escapes skipped
+            j = i + 1
+            while j < n and data[j] != 0x22:
+                j += 2 if data[j] == 0x5C else 1
+            if j >= n:
+                return None
+            out += data[i : j + 1]
+            i = j + 1
+            continue
+        if chr(c) in JSON_WHITESPACE:
+            i += 1
+            continue
+        out += item_sep.encode() if c == 0x2C else key_sep.encode() if c == 0x3A else bytes((c,))
+        i += 1
+    return bytes(out)
+
+
+def written_mode(data: bytes) -> tuple[str, int]:
+    """Which mode `data`'s whitespace follows (compact, pretty or flexible) and its longest
+    whitespace run outside strings."""
+    longest = run = 0
+    in_string = escaped = False
+    for c in data:
+        if in_string:
+            in_string = escaped or c != 0x22
+            escaped = not escaped and c == 0x5C
+            continue
+        if c == 0x22:
+            in_string = True
+        if chr(c) in JSON_WHITESPACE:
+            run += 1
+            longest = max(longest, run)
+        else:
+            run = 0
+    for mode in ("compact", "pretty"):
+        if respace(data, mode) == data:
+            return mode, longest
+    return "flexible", longest

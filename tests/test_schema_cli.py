@@ -121,8 +121,18 @@ def test_compile_separators_and_open_objects_options(tmp_path):
     assert run("check", str(pretty), "-", input=b'{"a": [1, 2]}').exit_code == 0
     assert run("check", str(pretty), "-", input=b'{"a":[1,2]}').exit_code == 1
     opened = tmp_path / "open.trga"
-    assert run("compile", str(schema), "-o", str(opened), "--open-objects").exit_code == 0
+    assert (
+        run(
+            "compile", str(schema), "-o", str(opened), "--open-objects", "--whitespace", "compact"
+        ).exit_code
+        == 0
+    )
     assert run("check", str(opened), "-", input=b'{"a":[1],"b":{"c":null}}').exit_code == 0
+    flexible = tmp_path / "flexible.trga"
+    assert (
+        run("compile", str(schema), "-o", str(flexible), "--whitespace", "flexible").exit_code == 0
+    )
+    assert run("check", str(flexible), "-", input=b'{ "a" : [\n 1 ] }\n').exit_code == 0
     assert run("check", str(pretty), "-", input=b'{"a": [1], "b": 2}').exit_code == 1
     bad = run("compile", str(schema), "--separators", "wide")
     assert bad.exit_code == 2 and "E_USAGE" in bad.stderr

@@ -30,7 +30,7 @@ def test_annotate_mode_records_sorted_names_in_the_identity():
         "properties": {"a": {"type": "string", "weight": 3, "_format": "date"}},
         "readonly": True,
     }
-    art = trgc.compile_schema(schema, unknown_keywords="annotate")
+    art = trgc.compile_schema(schema, unknown_keywords="annotate", whitespace="compact")
     assert art.metadata["options"]["annotations"] == ["_format", "readonly", "weight"]
     assert art.metadata["options"]["unknown_keywords"] == "annotate"
     assert trgc.check(art, b'{"a":"x"}').accepted and not trgc.check(art, b'{"a":1}').accepted
@@ -65,12 +65,12 @@ def test_names_that_are_not_typos():
     assert (
         allowed_edits("required") == 2 and allowed_edits("enum") == 1 and allowed_edits("not") == 0
     )
-    art = trgc.compile_schema({"type": "integer", "note": "x"}, unknown_keywords="annotate")
+    art = trgc.compile_schema({"type": "integer", "note": "x"}, unknown_keywords="annotate", whitespace="compact")
     assert art.metadata["options"]["annotations"] == ["note"]
 
 
 def test_known_but_unsupported_keyword_stays_unsupported_in_annotate_mode():
-    err = _error({"$dynamicRef": "#node"}, unknown_keywords="annotate")
+    err = _error({"$dynamicRef": "#node"}, unknown_keywords="annotate", whitespace="compact")
     assert err.code == "E_UNSUPPORTED_KEYWORD" and err.details["keyword"] == "$dynamicRef"
 
 
@@ -78,7 +78,7 @@ def test_unknown_format_is_an_error_or_an_annotation():
     schema = {"type": "string", "format": "int32"}
     err = _error(schema)
     assert err.code == "E_UNSUPPORTED_KEYWORD" and "int32" in err.message
-    art = trgc.compile_schema(schema, unknown_keywords="annotate")
+    art = trgc.compile_schema(schema, unknown_keywords="annotate", whitespace="compact")
     assert art.metadata["options"]["annotations"] == ["format:int32"]
     assert trgc.check(art, b'"anything"').accepted and not trgc.check(art, b"1").accepted
 
@@ -87,7 +87,7 @@ def test_vendor_keyword_holding_a_schema():
     schema = {"type": "string", "x-schema": {"type": "string", "maxLength": 2}}
     err = _error(schema)
     assert err.code == "E_UNSUPPORTED_KEYWORD" and err.pointer == "/x-schema"
-    art = trgc.compile_schema(schema, unknown_keywords="annotate")
+    art = trgc.compile_schema(schema, unknown_keywords="annotate", whitespace="compact")
     assert art.metadata["options"]["annotations"] == ["x-schema"]
     assert trgc.check(art, b'"abcdef"').accepted  # the vendor schema is not applied
     # an x-* keyword with plain data is ignored by design, as before
@@ -105,13 +105,13 @@ def test_draft07_ref_siblings_are_not_dropped_silently():
     err = _error(schema)
     assert err.code == "E_UNSUPPORTED_KEYWORD" and err.pointer == "/properties/name/maxLength"
     assert "ignore" in err.message and "draft-07" in err.message
-    art = trgc.compile_schema(schema, unknown_keywords="annotate")
+    art = trgc.compile_schema(schema, unknown_keywords="annotate", whitespace="compact")
     assert art.metadata["options"]["annotations"] == ["$ref-sibling:maxLength"]
     # exactly as draft-07 says: the sibling is ignored
     assert trgc.check(art, b'{"name":"abcdef"}').accepted
     # 2019-09 and later apply siblings: nothing to report
     later = {**schema, "$schema": "https://json-schema.org/draft/2020-12/schema"}
-    art = trgc.compile_schema(later)
+    art = trgc.compile_schema(later, whitespace="compact")
     assert not trgc.check(art, b'{"name":"abcdef"}').accepted
 
 

@@ -175,10 +175,11 @@ at a time (a keyword only constrains its own type):
 
 ## Numbers and duplicate names
 
-Numbers under `{}` or a bare `"type": "number"` are binary64-safe: a plain integer within
-±(2^53−1), or a decimal of at most 17 integer and 17 fraction digits with an exponent of at most
-280, so no spelling overflows, underflows or silently rounds an integer; integers follow the
-schema's own bounds where it has them, else ±(2^53−1). Member names are unique exactly where
+Numbers under `{}` or a bare `"type": "number"` are binary64-safe: the integer part has at most
+15 digits (a plain integer is below 10^15 < 2^53) and the exponent is at most 280, so no spelling
+overflows to an infinity or silently rounds an integer (a long fraction only rounds, as every
+decimal does); `"type": "integer"` follows the schema's own bounds where it has them, else
+±(2^53−1). Member names are unique exactly where
 they are declared (distinct literals, each at most once); additional members (open objects,
 `additionalProperties`, `patternProperties`, values under `{}`) are only checked against the
 declared names, since no finite automaton can remember an unbounded set of names.

@@ -353,7 +353,7 @@ PROFILE_RULES: dict[str, str] = {
     "unique-names": "a member name appears at most once (additional members of open objects are only checked against the declared names)",
     "integer-form": "integers are written without fraction or exponent (`1`, never `1.0` or `1e0`) and never as `-0`",
     "safe-integers": "integers lie within ±(2^53−1) unless the schema's own bounds say otherwise",
-    "binary64-numbers": "numbers without bounds (under {} or a bare number type) are binary64-safe: plain integers within ±(2^53−1), otherwise at most 17 integer and 17 fraction digits and an exponent of at most 280, so no spelling overflows, underflows or rounds an integer",
+    "binary64-numbers": "numbers without bounds (under {} or a bare number type) are binary64-safe: an integer part of at most 15 digits (so a plain integer is below 10^15 < 2^53) and an exponent of at most 280, so no spelling overflows or silently rounds an integer",
     "unique-names-extra": "additional members (open objects, additionalProperties, patternProperties, values under {}) are only checked against the declared names: no finite automaton can rule out a repeated additional name; minProperties counts them once in all so that a repetition cannot break it",
     "number-form": "numbers have no leading zeros, no NaN/Infinity; under bounds they are written without exponent (and with at most 15 significant digits under an exclusive bound)",
     "string-form": "strings are valid UTF-8 with valid escapes; `\\u` surrogates only as valid pairs; control characters escaped",

@@ -129,6 +129,11 @@ def unsupported(keyword: str, pointer: str, message: str, hint: str | None = Non
     )
 
 
+def _decimal_fraction(value: object) -> Fraction:
+    """A JSON number as the decimal it was written as (a float by its shortest repr)."""
+    return Fraction(Decimal(repr(value)) if isinstance(value, float) else value)  # type: ignore[arg-type]
+
+
 def _type_matches(value: object, name: str) -> bool:
     actual = json_type(value)
     return actual == name or (name == "number" and actual == "integer")
@@ -505,13 +510,50 @@ class Lowering(Combinators, ArrayKeywords):
                             pointer=sub_ptr,
                         )
                     seen.add(sub_ptr)
-                    parts.append(self._target_view(sub, sub_ptr))
+                    branch = self._inline_ref(self._target_view(sub, sub_ptr), seen)
+                    if branch is None:
+                        return None
+                    parts.append(branch)
+                if sum("$ref" in p for p in parts) > 1:  # the outer $ref too, then merge all
+                    outer = self._inline_ref(parts[0], seen)
+                    if outer is None:
+                        return None
+                    parts[0] = outer
                 merged = self._merge(parts, all_ptr)
                 if merged is None:
                     return None
                 v = merged
                 continue
             return v
+
+    def _inline_ref(self, v: View, seen: set[str]) -> View | None:
+        """`v` with its `$ref` replaced by the referenced schema merged in (None: unsatisfiable),
+        so that allOf branches with different references can be merged; a reference cycle that
+        consumes nothing is E_REF_NO_PROGRESS (the chain of one branch is tracked on its own,
+        so two branches that reach one schema are no cycle)."""
+        seen = set(seen)
+        while "$ref" in v:
+            ref, ref_ptr = v["$ref"]
+            target_ptr, target = self._resolve(ref, ref_ptr)
+            if target_ptr in seen:
+                raise TrgcError(
+                    "E_REF_NO_PROGRESS",
+                    f"$ref {ref!r} reaches itself while merging without consuming input",
+                    pointer=ref_ptr,
+                )
+            seen.add(target_ptr)
+            rest = {k: e for k, e in v.items() if k != "$ref"}
+            if target is False:
+                self._no(ref_ptr, "the referenced schema is false")
+                return None
+            if target is True:
+                v = rest
+                continue
+            merged = self._merge([self._target_view(target, target_ptr), rest], ref_ptr, outer=1)
+            if merged is None:
+                return None
+            v = merged
+        return v
 
     def _target_view(self, schema: object, pointer: str) -> View:
         if not isinstance(schema, dict):
@@ -851,8 +893,11 @@ class Lowering(Combinators, ArrayKeywords):
             ):
                 if key in v and not ok(self._num(*v[key])):
                     return False
-            if "multipleOf" in v and (x / self._num(*v["multipleOf"])).denominator != 1:
-                return False
+            if "multipleOf" in v:  # by decimal value, as the lowering decides it
+                self._num(*v["multipleOf"])
+                step = _decimal_fraction(v["multipleOf"][0])
+                if (_decimal_fraction(value) / step).denominator != 1:
+                    return False
         if isinstance(value, str):
             if "minLength" in v and len(value) < self._count(v, "minLength"):
                 return False

@@ -57,13 +57,18 @@ def natural_range(b: Builder, lo: int, hi: int | None) -> int | None:
     options: list[int] = []
     length = len(str(lo))
     top = len(str(hi)) if hi is not None else length
+    full: list[int] = []  # digit counts whose every spelling is in range (2 digits and more)
     for digits in range(length, top + 1):
         first = 0 if digits == 1 else 10 ** (digits - 1)
         last = 10**digits - 1
         a = max(lo, first)
         z = last if hi is None else min(hi, last)
-        if a <= z:
+        if digits > 1 and a == first and z == last:
+            full.append(digits)
+        elif a <= z:
             options.append(_same_length(b, str(a), str(z)))
+    if full:  # consecutive counts: one counted repetition instead of one chain per count
+        options.append(b.seq(_digit(b, "1", "9"), b.rep(_digit(b), full[0] - 1, full[-1] - 1)))
     if hi is None:  # every longer spelling
         options.append(b.seq(_digit(b, "1", "9"), b.rep(_digit(b), length, None)))
     return b.alt(*options) if options else None
@@ -112,24 +117,21 @@ def _ceil(x: Fraction) -> int:
     return -((-x.numerator) // x.denominator)
 
 
-MAX_DIGITS = 17  # binary64 round-trips every decimal of 17 significant digits
-MAX_EXPONENT = 280  # with at most 17+17 digits, |value| stays in binary64's normal range
+MAX_INTEGER_DIGITS = 15  # 10^15 < 2^53: every integer part is exact in binary64
+MAX_EXPONENT = 280  # 10^15 * 10^280 stays far below binary64's largest finite value
 
 
 def number(b: Builder) -> int:
-    """Any number in a binary64-safe lexical form: an integer without fraction or exponent
-    within ±(2^53−1) (or `-0`), or `-?(0|[1-9][0-9]{0,16})(\\.[0-9]{1,17})?([eE][+-]?E)?` with a fraction or
-    an exponent, where E is at most 280 (leading zeros allowed): no spelling overflows to an
-    infinity or underflows to a subnormal, and no integer is silently rounded."""
-    integer = integer_range(b, -MAX_SAFE_INTEGER, MAX_SAFE_INTEGER)
-    assert integer is not None
-    head = b.alt(b.lit("0"), b.seq(_digit(b, "1", "9"), b.rep(_digit(b), 0, MAX_DIGITS - 1)))
-    fraction = b.seq(b.lit("."), b.rep(_digit(b), 1, MAX_DIGITS))
+    """Any number in a binary64-safe lexical form:
+    `-?(0|[1-9][0-9]{0,14})(\\.[0-9]+)?([eE][+-]?0{0,2}E)?` with E at most 280: the integer part
+    has at most 15 digits, so a plain integer is always safe (|n| < 10^15 < 2^53) and no
+    spelling overflows to an infinity; a long fraction only rounds, as every decimal does."""
+    head = b.alt(b.lit("0"), b.seq(_digit(b, "1", "9"), b.rep(_digit(b), 0, MAX_INTEGER_DIGITS - 1)))
+    fraction = b.opt(b.seq(b.lit("."), b.rep(_digit(b), 1, None)))
     power = natural_range(b, 0, MAX_EXPONENT)
     assert power is not None
-    exponent = b.seq(b.chars("eE"), b.opt(b.chars("+-")), b.rep(b.lit("0"), 0, 2), power)
-    real = b.seq(b.opt(b.lit("-")), head, b.alt(b.seq(fraction, b.opt(exponent)), exponent))
-    return b.alt(integer, b.lit("-0"), real)
+    exponent = b.opt(b.seq(b.chars("eE"), b.opt(b.chars("+-")), b.rep(b.lit("0"), 0, 2), power))
+    return b.seq(b.opt(b.lit("-")), head, fraction, exponent)
 
 
 SIGNIFICANT = 15  # decimals of at most 15 digits round-trip through binary64 (DBL_DIG)

@@ -581,3 +581,31 @@ def test_allof_of_references_is_resolved_then_merged():
     with pytest.raises(TrgcError) as info:
         compiled({"$defs": {"l": {"allOf": [{"$ref": "#/$defs/l"}]}}, "allOf": [{"$ref": "#/$defs/l"}]})
     assert info.value.code == "E_REF_NO_PROGRESS"
+
+
+@pytest.mark.parametrize("step", [1, 2, 5, 16, 100, 0.01, 0.25, 0.5, 2.5, 0.125])
+def test_multiple_of_is_exact_by_decimal_value(step):
+    """Against exact decimal arithmetic (validators dividing binary64 floats may differ)."""
+    from decimal import Decimal
+    from fractions import Fraction
+
+    import trgc
+
+    exact = Fraction(Decimal(repr(step)) if isinstance(step, float) else step)
+    rng = __import__("random").Random(step)
+    for kind in ("number", "integer"):
+        art = trgc.compile_schema({"type": kind, "multipleOf": step}, whitespace="compact")
+        for _ in range(300):
+            text = str(rng.randrange(0, 2000))
+            if kind == "number" and rng.random() < 0.6:
+                text += "." + "".join(rng.choice("0123456789") for _ in range(rng.randrange(1, 4)))
+            if rng.random() < 0.3:
+                text = "-" + text
+            value = Fraction(Decimal(text))
+            want = (value / exact).denominator == 1 and text not in ("-0", "-0.0")
+            if kind == "number" and text.startswith("-0") and value == 0:
+                continue
+            assert trgc.check(art, text.encode()).accepted == want, (step, kind, text)
+    with pytest.raises(TrgcError) as info:
+        compiled({"type": "integer", "multipleOf": 3})
+    assert info.value.details["keyword"] == "multipleOf"

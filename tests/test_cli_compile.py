@@ -72,7 +72,9 @@ def test_compile_json(tmp_path, grammar):
     result = run("compile", str(grammar), "-o", str(out), "--json")
     assert result.exit_code == 0
     doc = json.loads(result.stdout)
+    assert doc["annotations"] == []  # a grammar has none; see test_schema_annotate
     assert set(doc) == {
+        "annotations",
         "sha256",
         "source",
         "source_sha256",
@@ -338,8 +340,10 @@ def test_compile_real_schema(tmp_path):
     out = tmp_path / "point.trga"
     result = run("compile", str(schema), "-o", str(out))
     assert result.exit_code == 0 and SHA_LINE.match(result.stdout)
-    assert run("check", str(out), "-", input=b'{"x":-7}').exit_code == 0
-    assert run("check", str(out), "-", input=b'{"x":1.5}').exit_code == 1
+    assert run("check", str(out), "-", input=b'{"x": -7}').exit_code == 0  # pretty, the default
+    assert run("check", str(out), "-", input=b'{"x": 1.5}').exit_code == 1
+    compact = run("check", str(out), "-", input=b'{"x":-7}')
+    assert compact.exit_code == 1 and "--whitespace compact" in compact.stdout
     bad = tmp_path / "bad.json"
     bad.write_text('{"type": "integer", "frobnicate": 1}')
     result = run("compile", str(bad))

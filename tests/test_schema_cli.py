@@ -24,7 +24,7 @@ def test_keywords_json_lists_the_matrix():
     assert by_name["properties"] == "supported"
     assert by_name["definitions"] == "normalised"
     assert by_name["title"] == "ignored-by-design"
-    assert by_name["patternProperties"] == "unsupported"
+    assert by_name["$dynamicRef"] == "unsupported"
     assert "closed-objects" in doc["profile_rules"]
     human = run("keywords")
     assert human.exit_code == 0 and "additionalProperties" in human.stdout
@@ -36,11 +36,11 @@ def test_compile_detects_a_schema_and_reports_errors(tmp_path):
     result = run("compile", str(schema), "-o", str(tmp_path / "s.trga"))
     assert result.exit_code == 0 and result.stdout.startswith("sha256:")
     bad = tmp_path / "bad.json"
-    bad.write_text('{"type": "object", "patternProperties": {"^a": {}}}')
+    bad.write_text('{"type": "object", "$dynamicRef": "#x"}')
     result = run("compile", str(bad), "--json")
     assert result.exit_code == 2
     err = json.loads(result.stderr)["error"]
-    assert err["code"] == "E_UNSUPPORTED_KEYWORD" and err["pointer"] == "/patternProperties"
+    assert err["code"] == "E_UNSUPPORTED_KEYWORD" and err["pointer"] == "/$dynamicRef"
     unsat = tmp_path / "unsat.json"
     unsat.write_text('{"enum": []}')
     assert run("compile", str(unsat)).exit_code == 2
@@ -124,8 +124,18 @@ def test_compile_separators_and_open_objects_options(tmp_path):
     assert run("check", str(pretty), "-", input=b'{"a": [1, 2]}').exit_code == 0
     assert run("check", str(pretty), "-", input=b'{"a":[1,2]}').exit_code == 1
     opened = tmp_path / "open.trga"
-    assert run("compile", str(schema), "-o", str(opened), "--open-objects").exit_code == 0
+    assert (
+        run(
+            "compile", str(schema), "-o", str(opened), "--open-objects", "--whitespace", "compact"
+        ).exit_code
+        == 0
+    )
     assert run("check", str(opened), "-", input=b'{"a":[1],"b":{"c":null}}').exit_code == 0
+    flexible = tmp_path / "flexible.trga"
+    assert (
+        run("compile", str(schema), "-o", str(flexible), "--whitespace", "flexible").exit_code == 0
+    )
+    assert run("check", str(flexible), "-", input=b'{ "a" : [\n 1 ] }\n').exit_code == 0
     assert run("check", str(pretty), "-", input=b'{"a": [1], "b": 2}').exit_code == 1
     bad = run("compile", str(schema), "--separators", "wide")
     assert bad.exit_code == 2 and "E_USAGE" in bad.stderr

@@ -35,7 +35,9 @@ def test_grammar_header_and_options():
         "max_depth": 7,
         "open_objects": True,
         "profile": "trj-1",
-        "separators": "pretty",
+        "annotations": [],
+        "unknown_keywords": "error",
+        "whitespace": "pretty",
     }
     assert [r.name for r in g.rules] == ["root"] and g.rules[0].pointer == ""
 

@@ -88,7 +88,7 @@ def test_metadata_names_family_markers_and_tools():
         ([{"name": "a", "parameters": {"type": "string"}}], "E_TOOLCALL_PARAMETERS"),
         ([{"name": "a", "parameters": True}], "E_TOOLCALL_PARAMETERS"),
         (
-            [{"name": "a", "parameters": {"type": "object", "patternProperties": {}}}],
+            [{"name": "a", "parameters": {"type": "object", "$dynamicRef": "#a"}}],
             "E_UNSUPPORTED_KEYWORD",
         ),
     ],

@@ -54,8 +54,10 @@ CODES: dict[str, str] = {
     "E_SCHEMA_DUPLICATE_KEY": "the schema text repeats a key inside one JSON object",
     "E_SCHEMA_INVALID": "a keyword's value has the wrong type or shape (e.g. required not a list of strings, enum with duplicates)",
     "E_SCHEMA_JSON": "the schema text is not valid JSON (or not UTF-8)",
+    "E_SCHEMA_KEYWORD_TYPO": "an unknown schema keyword is spelt like an assertion keyword (e.g. emum, maxLenght); it is never read as an annotation",
     "E_SCHEMA_NOT_OBJECT": "a schema or subschema is neither a JSON object nor a boolean",
     "E_UNSATISFIABLE": "no JSON value satisfies the schema within the trj-1 profile (e.g. minLength > maxLength, empty enum)",
+    "E_UNIQUE_ITEMS": "uniqueItems: true over an element domain trj-1 cannot enumerate (not finite, or more than 12 values)",
     "E_UNSUPPORTED_KEYWORD": "the schema uses a keyword (or keyword value) outside the trj-1 keyword matrix",
     # grammar analysis
     "E_DUPLICATE_RULE": "two rules share a name",
@@ -67,6 +69,7 @@ CODES: dict[str, str] = {
     "E_UNDEFINED_START": "the start rule (%start) is not defined",
     "E_UNREACHABLE_RULE": "strict mode: a rule cannot be reached from the start rule",
     # automata
+    "E_BOOLEAN_OPERAND": "an exact boolean combination (not, if/then/else, overlapping oneOf, ...) has an operand it cannot take: a special token, or a recursive or unconstrained value under a complement",
     "E_EMPTY_LANGUAGE": "the start rule matches no finite string (its recursion never ends)",
     "E_PREDICTIVE_CONFLICT": "one input symbol could select two actions (shift, call, return) at some state",
     # artifact

@@ -94,6 +94,7 @@ class _Builder:
         self.info = info
         self.alphabet = alphabet
         self.budget = budget
+        self.limits = limits
         self.rule = rule
         self.max_states = limits.states * NFA_STATE_FACTOR
         self.eps: list[list[int]] = []
@@ -184,6 +185,8 @@ class _Builder:
                         results.append((s, e))
                     else:
                         stack.append(("enter", self.grammar.rules[ri].body))
+                elif kind == Kind.AND:
+                    results.append(self._boolean(node))
                 elif kind in (Kind.SEQ, Kind.ALT):
                     stack.append((kind, node_id, len(node.children)))
                     for child in reversed(node.children):
@@ -197,8 +200,8 @@ class _Builder:
                     else:
                         stack.append((Kind.REPEAT, node_id, len(self.eps)))
                         stack.append(("enter", node.children[0]))
-                else:
-                    raise TrgcError("E_INTERNAL", f"unknown AST node kind {kind!r}")
+                else:  # a NOT outside an AND has no universe
+                    raise TrgcError("E_INTERNAL", f"AST node kind {kind!r} here")
             elif item[0] == Kind.SEQ:
                 count = item[2]
                 frags = results[-count:]
@@ -271,6 +274,49 @@ class _Builder:
                     todo.append(t)
         self.budget.charge(len(seen), "NFA construction")
         return False
+    def _boolean(self, node) -> tuple[int, int]:
+        """An AND node: each operand (a NOT's item) built as its own NFA over the same alphabet,
+        their product (`boolean.product`) spliced in as a fragment: a fresh exit after the
+        accepting states."""
+        from trgc.automata.boolean import product
+
+        operands = []
+        for child in node.children:
+            negated = self.grammar.nodes[child].kind == Kind.NOT
+            inner = self.grammar.nodes[child].children[0] if negated else child
+            sub = _Builder(
+                self.grammar,
+                self.info,
+                self.alphabet,
+                self.limits,
+                self.budget,
+                self.rule,
+                expand_all=True,  # an operand is call-free: rules inlined, repetitions copied
+            )
+            operands.append((sub.build(inner), negated))
+            self.specials_used |= sub.specials_used
+            self.calls_used |= sub.calls_used
+        what = node.payload or f"rule {self.rule}"
+        dfa = product(operands, self.alphabet, what=what, limits=self.limits, budget=self.budget)
+        self._reserve(dfa.n_states + 1, node.line, node.column)
+        base = len(self.eps)
+        for _ in range(dfa.n_states + 1):
+            self._new()
+        exit_ = base + dfa.n_states
+        for s, row in enumerate(dfa.delta):
+            run: list[int] = []  # [lo, hi, target] of the current run of atoms
+            for atom in sorted(row):
+                if run and atom == run[1] + 1 and row[atom] == run[2]:
+                    run[1] = atom
+                    continue
+                if run:
+                    self.edges[base + s].append((run[0], run[1], base + run[2]))
+                run = [atom, atom, row[atom]]
+            if run:
+                self.edges[base + s].append((run[0], run[1], base + run[2]))
+            if dfa.accepting[s]:
+                self.eps[base + s].append(exit_)
+        return base, exit_
 
     def _repeat(self, node, mark: int, child: tuple[int, int]) -> tuple[int, int]:
         """`child{low,high}` from the child's state range [mark, len) copied as a template."""

@@ -278,6 +278,37 @@ NoCacheOption = Annotated[
     ),
 ]
 
+WHITESPACE_HELP = (
+    "JSON Schema only: how JSON is written between tokens: `pretty` (`, ` and `: ` as json.dumps "
+    "and chat templates write them, the default), `compact` (`,` `:`) or `flexible` (any JSON "
+    "whitespace, at most --max-whitespace characters on each side of every structural "
+    "character and around the value). `--separators` is its older name."
+)
+WhitespaceOption = Annotated[
+    str, typer.Option("--whitespace", "--separators", metavar="MODE", help=WHITESPACE_HELP)
+]
+MaxWhitespaceOption = Annotated[
+    int,
+    typer.Option(
+        "--max-whitespace",
+        metavar="N",
+        help="With --whitespace flexible: the longest whitespace run on each side of a "
+        "structural character (default 8), so that a model cannot run away in whitespace.",
+    ),
+]
+UnknownKeywordsOption = Annotated[
+    str,
+    typer.Option(
+        "--unknown-keywords",
+        metavar="MODE",
+        help="JSON Schema only: `error` (the default: a keyword outside the trj-1 matrix is "
+        "E_UNSUPPORTED_KEYWORD) or `annotate` (read such names as annotations, as the "
+        "specification does; they are listed, sorted, in the artifact's options and warned "
+        "about on stderr). A name one or two edits from an assertion keyword (emum, maxLenght) "
+        "is an error in both modes.",
+    ),
+]
+
 
 def open_disk_cache(cache_dir: Path | None, no_cache: bool = False):
     """The `trgc.engine.diskcache.DiskCache` that --cache-dir / --no-cache select (None when
@@ -285,3 +316,19 @@ def open_disk_cache(cache_dir: Path | None, no_cache: bool = False):
     from trgc.engine.diskcache import open_cache
 
     return open_cache(cache_dir, enabled=not no_cache)
+
+
+def warn_annotations(artifact) -> None:
+    """One stderr warning per name a schema compiled in annotate mode did not enforce."""
+    names = artifact.metadata.get("options", {}).get("annotations") or []
+    if not names:
+        return
+    console = stderr_console()
+    for name in names:
+        if name.startswith("format:"):
+            text = f"format {name[7:]!r} is not a format trj-1 knows: read as an annotation"
+        elif name.startswith("$ref-sibling:"):
+            text = f"{name[13:]!r} beside $ref is ignored, as draft-07 and earlier specify"
+        else:
+            text = f"keyword {name!r} is outside the trj-1 matrix: read as an annotation"
+        console.print(f"[yellow]warning[/] {text}", markup=True, highlight=False)

@@ -12,12 +12,16 @@ from trgc.cli.common import (
     JsonOption,
     LimitOption,
     LimitsFileOption,
+    MaxWhitespaceOption,
+    UnknownKeywordsOption,
+    WhitespaceOption,
     print_json,
     print_table,
     read_input,
     refuse_overwriting_inputs,
     reporting_errors,
     stdout_console,
+    warn_annotations,
 )
 from trgc.errors import EXIT_DIFFERENT, EXIT_OK
 
@@ -45,14 +49,9 @@ def compile_command(
     strict: Annotated[
         bool, typer.Option("--strict", help="Also reject unreachable rules.")
     ] = False,
-    separators: Annotated[
-        str,
-        typer.Option(
-            "--separators",
-            help="JSON Schema only: `compact` (`,` `:`, the default) or `pretty` (`, ` `: ` as "
-            "json.dumps writes them); no other whitespace is ever accepted.",
-        ),
-    ] = "compact",
+    whitespace: WhitespaceOption = "pretty",
+    max_whitespace: MaxWhitespaceOption = 8,
+    unknown_keywords: UnknownKeywordsOption = "error",
     open_objects: Annotated[
         bool,
         typer.Option(
@@ -94,10 +93,13 @@ def compile_command(
         source="<stdin>" if src == "-" else src,
         limits=limits,
         strict=strict,
-        separators=separators,
+        separators=whitespace,
+        max_whitespace=max_whitespace,
         open_objects=open_objects,
         ignore_keywords=tuple(ignore_keyword or ()),
+        unknown_keywords=unknown_keywords,
     )
+    warn_annotations(artifact)
     file_bytes = compress(encode(artifact))
     if output is not None:
         atomic_write(output, file_bytes)
@@ -114,6 +116,7 @@ def compile_command(
                 "transitions": info["transitions"],
                 "machines": [m["name"] for m in info["machines"]],
                 "features": info["features"],
+                "annotations": artifact.metadata.get("options", {}).get("annotations", []),
             }
         )
     else:
@@ -330,10 +333,16 @@ def check_command(
     artifact = load_artifact(artifact_path)
     data = read_input(input_path, limits.input_bytes, "the checked input")
     result = check(artifact, data, prefix=prefix)
+    hint = None
+    if not result.accepted and not prefix:
+        from trgc.compiler.schema import whitespace_hint
+
+        hint = whitespace_hint(artifact, data)
     if as_json:
         document = result.to_dict()
         document["length"] = len(data)
         document["artifact"] = artifact.sha256
+        document["whitespace_hint"] = hint
         print_json(document)
     else:
         console = stdout_console()
@@ -365,6 +374,8 @@ def check_command(
             console.print(
                 f"  allowed: {', '.join(allowed) if allowed else 'nothing'}", markup=False
             )
+            if hint is not None:
+                console.print(f"  hint: {hint}", markup=False)
     raise typer.Exit(EXIT_OK if result.accepted else EXIT_DIFFERENT)
 
 

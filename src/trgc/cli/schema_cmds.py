@@ -11,6 +11,7 @@ import typer
 
 from trgc.cli.common import (
     JsonOption,
+    UnknownKeywordsOption,
     print_json,
     print_table,
     reporting_errors,
@@ -22,9 +23,12 @@ from trgc.errors import EXIT_DIFFERENT
 SeparatorsOption = Annotated[
     str,
     typer.Option(
+        "--whitespace",
         "--separators",
-        help="Separators the artifacts are compiled with and instances are written with: "
-        "`compact` (`,` `:`) or `pretty` (`, ` `: ` as json.dumps writes them).",
+        metavar="MODE",
+        help="Whitespace the artifacts are compiled with and instances are written with: "
+        "`compact` (`,` `:`, the default for measurements, as the corpora's canonical form), "
+        "`pretty` (`, ` `: `) or `flexible` (instances written compact).",
     ),
 ]
 
@@ -91,6 +95,7 @@ def jsts_command(
         ),
     ] = False,
     separators: SeparatorsOption = "compact",
+    unknown_keywords: UnknownKeywordsOption = "error",
     as_json: JsonOption = False,
 ) -> None:
     """Run the official JSON Schema Test Suite (draft 2020-12) against trj-1.
@@ -112,7 +117,7 @@ def jsts_command(
     from trgc.limits import read_file
 
     committed = load_baseline(baseline, missing_ok=update)  # before the long run
-    results = run_suite(path, separators=separators)
+    results = run_suite(path, separators=separators, unknown_keywords=unknown_keywords)
     ratchet = compare(results, committed)
     info = summary(results)
     revision_file = path / "REVISION"
@@ -214,6 +219,24 @@ def coverage_command(
             "benchmark's neutralised _format and _uniqueItems. Matrix keywords cannot be ignored.",
         ),
     ] = None,
+    unknown_keywords: UnknownKeywordsOption = "error",
+    peer: Annotated[
+        str | None,
+        typer.Option(
+            "--peer",
+            metavar="NAME",
+            help="Also run a peer on the same schemas and instance bytes: `llguidance` (needs "
+            "the llguidance package). Its compiled and passing counts are reported beside trgc's.",
+        ),
+    ] = None,
+    peer_tokenizer: Annotated[
+        Path,
+        typer.Option(
+            "--peer-tokenizer",
+            metavar="FILE",
+            help="The Hugging Face tokenizer.json (or .json.zst) the peer tokenizes instances with.",
+        ),
+    ] = Path("tokenizers/qwen3/tokenizer.json.zst"),
     as_json: JsonOption = False,
 ) -> None:
     """Compile every schema of JSONSchemaBench and check the upstream instances (MaskBench style).
@@ -228,6 +251,11 @@ def coverage_command(
         beside = path.parent / "jsonschemabench-instances"
         instances = beside if beside.is_dir() else None
     chosen = subset or subsets_of(path)
+    peer_runner = None
+    if peer is not None:
+        from trgc.evaluation.peers import make_peer
+
+        peer_runner = make_peer(peer, peer_tokenizer)
     total = sum(len(sorted((path / s).glob("*.json"))[:per_subset]) for s in chosen)
     if as_json or not sys.stderr.isatty():
         results = run_coverage(
@@ -238,6 +266,8 @@ def coverage_command(
             separators=separators,
             open_objects=open_objects,
             ignore_keywords=tuple(ignore_keyword or ()),
+            unknown_keywords=unknown_keywords,
+            peer=peer_runner,
         )
     else:
         from rich.progress import Progress
@@ -252,6 +282,8 @@ def coverage_command(
                 separators=separators,
                 open_objects=open_objects,
                 ignore_keywords=tuple(ignore_keyword or ()),
+                unknown_keywords=unknown_keywords,
+                peer=peer_runner,
                 progress=lambda: bar.advance(task),
             )
     doc = report(results)
@@ -261,22 +293,16 @@ def coverage_command(
         from rich.table import Table
 
         table = Table(title="trj-1 coverage", title_justify="left")
-        for column in (
-            "subset",
-            "schemas",
-            "compiled",
-            "%",
-            "unsupported",
-            "failed",
-            "passing",
-            "top unsupported",
-        ):
+        columns = ["subset", "schemas", "compiled", "%", "unsupported", "failed", "passing"]
+        if peer_runner is not None:
+            columns += [f"{peer} compiled", f"{peer} passing"]
+        for column in columns + ["top unsupported"]:
             table.add_column(
                 column, justify="left" if column in ("subset", "top unsupported") else "right"
             )
         for name, s in doc["subsets"].items():
             top = ", ".join(f"{k} {v}" for k, v in list(s["unsupported_by_keyword"].items())[:3])
-            table.add_row(
+            row = [
                 name,
                 str(s["schemas"]),
                 str(s["compiled"]),
@@ -284,16 +310,26 @@ def coverage_command(
                 str(s["unsupported"]),
                 str(sum(s["failed_by_code"].values())),
                 f"{s['passing']}/{s['with_instances']}",
-                top,
-            )
+            ]
+            if peer_runner is not None:
+                p = s.get("peer", {"compiled": 0, "passing": 0})
+                row += [str(p["compiled"]), str(p["passing"])]
+            table.add_row(*row, top)
         console = stdout_console()
         print_table(table, console)
         t = doc["total"]
         console.print(
             f"total {t['compiled']}/{t['schemas']} compiled, {t['passing']} passing, {t['wrongly_accepted']} invalid "
-            f"instances accepted; compile ms median {t['compile_ms_median']}, p90 {t['compile_ms_p90']}",
+            f"instances accepted; {t['order_only_refusals']} valid instances refused only for member order; "
+            f"compile ms median {t['compile_ms_median']}, p90 {t['compile_ms_p90']}",
             markup=False,
         )
+        if "peer" in t:
+            console.print(
+                f"{peer}: {t['peer']['compiled']}/{t['schemas']} compiled, {t['peer']['passing']} passing, "
+                f"{t['peer']['wrongly_accepted']} invalid instances accepted",
+                markup=False,
+            )
     if doc["total"]["wrongly_accepted"]:
         raise typer.Exit(EXIT_DIFFERENT)
 

@@ -58,10 +58,12 @@ def toolcall_command(
     separators: Annotated[
         str | None,
         typer.Option(
+            "--whitespace",
             "--separators",
             metavar="MODE",
-            help="JSON separators inside the arguments: `pretty` (`, ` `: `, what every "
-            "family's template writes; the default) or `compact` (`,` `:`).",
+            help="JSON whitespace inside the arguments, as for `trgc compile`: `pretty` (`, ` `: `, "
+            "what every family's template writes; the default), `compact` (`,` `:`) or "
+            "`flexible` (bounded JSON whitespace). `--separators` is its older name.",
         ),
     ] = None,
     open_objects: Annotated[

@@ -9,6 +9,7 @@ from __future__ import annotations
 from trgc.artifact.model import Artifact
 from trgc.compiler.build import compile_grammar
 from trgc.compiler.schema import compile_schema
+from trgc.grammar.schema.whitespace import DEFAULT_MAX_WHITESPACE
 from trgc.limits import DEFAULT_LIMITS, Limits
 
 
@@ -23,21 +24,26 @@ def compile_source(
     source: str,
     limits: Limits = DEFAULT_LIMITS,
     strict: bool = False,
-    separators: str = "compact",
+    separators: str = "pretty",
     open_objects: bool = False,
     ignore_keywords: tuple[str, ...] = (),
+    unknown_keywords: str = "error",
+    max_whitespace: int = DEFAULT_MAX_WHITESPACE,
 ) -> Artifact:
     """Compile `data` (named `source` in errors) with the compiler its name or content selects.
 
-    `strict` applies to grammars; `separators`, `open_objects` and `ignore_keywords` to schemas.
+    `strict` applies to grammars; `separators` (the whitespace mode), `max_whitespace`,
+    `open_objects`, `ignore_keywords` and `unknown_keywords` to schemas.
     """
     if is_schema_source(source, data):
         return compile_schema(
             data,
-            separators=separators,
+            whitespace=separators,
+            max_whitespace=max_whitespace,
             open_objects=open_objects,
             limits=limits,
             source=source,
             ignore_keywords=ignore_keywords,
+            unknown_keywords=unknown_keywords,
         )
     return compile_grammar(data, limits=limits, strict=strict, source=source)

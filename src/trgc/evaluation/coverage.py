@@ -34,10 +34,25 @@ class SchemaResult:
     wrongly_accepted: list[int] = field(
         default_factory=list
     )  # indices of accepted invalid instances
+    order_only: int = 0  # valid instances accepted in declared order but refused as written
+    annotations: tuple[str, ...] = ()  # names read as annotations (annotate mode)
+    peer_compiled: bool | None = None  # None: no peer was run
+    peer_error: str | None = None
+    peer_valid: tuple[int, int] = (0, 0)
+    peer_invalid: tuple[int, int] = (0, 0)
 
     @property
     def has_instances(self) -> bool:
         return self.valid[1] + self.invalid[1] > 0
+
+    @property
+    def peer_passes(self) -> bool:
+        return (
+            bool(self.peer_compiled)
+            and self.has_instances
+            and self.peer_valid[0] == self.peer_valid[1]
+            and self.peer_invalid[0] == self.peer_invalid[1]
+        )
 
     @property
     def passes(self) -> bool:
@@ -77,8 +92,11 @@ def run_schema(
     limits: Limits | None,
     open_objects: bool = False,
     ignore_keywords: tuple[str, ...] = (),
+    unknown_keywords: str = "error",
+    peer=None,
 ) -> SchemaResult:
     raw = read_file(path, "benchmark")
+    texts = _instance_texts(raw, instances, separators)
     start = time.perf_counter()
     try:
         artifact = compile_schema(
@@ -87,34 +105,79 @@ def run_schema(
             open_objects=open_objects,
             limits=limits,
             ignore_keywords=ignore_keywords,
+            unknown_keywords=unknown_keywords,
         )
     except TrgcError as error:
         elapsed = time.perf_counter() - start
-        if error.code == "E_UNSUPPORTED_KEYWORD":
-            return SchemaResult(
+        if error.code in KEYWORD_CODES and error.details.get("keyword"):
+            result = SchemaResult(
                 subset, path.name, "unsupported", str(error.details.get("keyword")), elapsed
             )
-        return SchemaResult(subset, path.name, error.code, None, elapsed)
+        else:
+            result = SchemaResult(subset, path.name, error.code, None, elapsed)
+        _run_peer(result, peer, raw, instances, texts)
+        return result
     elapsed = time.perf_counter() - start
-    schema = json.loads(raw)
     result = SchemaResult(subset, path.name, "compiled", None, elapsed)
+    result.annotations = tuple(artifact.metadata.get("options", {}).get("annotations", ()))
     va = vt = ir = it = 0
-    for index, (valid, data) in enumerate(instances):
-        try:
-            text = canonical_instance(schema, data, separators)
-        except (RecursionError, ValueError):  # nests deeper than json.dumps can write: not accepted
-            text = None
+    for index, ((valid, _), (text, written)) in enumerate(zip(instances, texts, strict=True)):
         accepted = text is not None and check(artifact, text).accepted
         if valid:
             vt += 1
             va += accepted
+            if accepted and written is not None and written != text:
+                result.order_only += not check(artifact, written).accepted
         else:
             it += 1
             ir += not accepted
             if accepted:
                 result.wrongly_accepted.append(index)
     result.valid, result.invalid = (va, vt), (ir, it)
+    _run_peer(result, peer, raw, instances, texts)
     return result
+
+
+# refusals that name the keyword they stop at
+KEYWORD_CODES = frozenset({"E_UNSUPPORTED_KEYWORD", "E_UNIQUE_ITEMS", "E_SCHEMA_KEYWORD_TYPO"})
+
+
+def _instance_texts(
+    raw: bytes, instances: list[tuple[bool, object]], separators: str
+) -> list[tuple[bytes | None, bytes | None]]:
+    """Each instance canonically (members in declared order) and as written (its own order)."""
+    schema = json.loads(raw)
+    seps = (",", ":") if separators != "pretty" else (", ", ": ")
+    out: list[tuple[bytes | None, bytes | None]] = []
+    for _, data in instances:
+        try:
+            text = canonical_instance(schema, data, separators)
+            written = json.dumps(data, ensure_ascii=False, separators=seps).encode("utf-8")
+        except (RecursionError, ValueError):  # nests deeper than json.dumps can write
+            text = written = None
+        out.append((text, written))
+    return out
+
+
+def _run_peer(result: SchemaResult, peer, raw: bytes, instances, texts) -> None:
+    """The same schema and canonical instance bytes through the peer."""
+    if peer is None:
+        return
+    compiled = peer.compile(raw)
+    result.peer_compiled = compiled.grammar is not None
+    result.peer_error = compiled.error
+    if compiled.grammar is None:
+        return
+    va = vt = ir = it = 0
+    for (valid, _), (text, _written) in zip(instances, texts, strict=True):
+        accepted = text is not None and peer.accepts(compiled, text)
+        if valid:
+            vt += 1
+            va += accepted
+        else:
+            it += 1
+            ir += not accepted
+    result.peer_valid, result.peer_invalid = (va, vt), (ir, it)
 
 
 def run_coverage(
@@ -126,8 +189,10 @@ def run_coverage(
     separators: str = "compact",
     open_objects: bool = False,
     ignore_keywords: tuple[str, ...] = (),
+    unknown_keywords: str = "error",
     limits: Limits | None = None,
     progress=None,
+    peer=None,
 ) -> list[SchemaResult]:
     """Every schema of the chosen subsets (the first `per_subset` by name when given)."""
     results: list[SchemaResult] = []
@@ -146,6 +211,8 @@ def run_coverage(
                     limits=limits,
                     open_objects=open_objects,
                     ignore_keywords=ignore_keywords,
+                    unknown_keywords=unknown_keywords,
+                    peer=peer,
                 )
             )
             if progress is not None:
@@ -179,6 +246,8 @@ def report(results: list[SchemaResult]) -> dict:
                 "invalid_rejected": 0,
                 "invalid_total": 0,
                 "wrongly_accepted": [],
+                "order_only_refusals": 0,
+                "annotated": 0,
             },
         )
         s["schemas"] += 1
@@ -199,6 +268,19 @@ def report(results: list[SchemaResult]) -> dict:
             s["invalid_rejected"] += r.invalid[0]
             s["invalid_total"] += r.invalid[1]
             s["wrongly_accepted"].extend(f"{r.file}#{i}" for i in r.wrongly_accepted)
+            s["order_only_refusals"] += r.order_only
+        s["annotated"] += bool(r.annotations)
+        if r.peer_compiled is not None:
+            peer = s.setdefault(
+                "peer",
+                {"compiled": 0, "passing": 0, "wrongly_accepted": 0, "refused_by_message": {}},
+            )
+            peer["compiled"] += r.peer_compiled
+            peer["passing"] += r.peer_passes
+            peer["wrongly_accepted"] += r.peer_invalid[1] - r.peer_invalid[0]
+            if not r.peer_compiled:
+                head = (r.peer_error or "?").split(":")[0][:60]
+                peer["refused_by_message"][head] = peer["refused_by_message"].get(head, 0) + 1
     for s in subsets.values():
         s["compiled_pct"] = round(100 * s["compiled"] / s["schemas"], 1) if s["schemas"] else 0.0
         s["unsupported_by_keyword"] = dict(
@@ -206,13 +288,26 @@ def report(results: list[SchemaResult]) -> dict:
         )
         s["failed_by_code"] = dict(sorted(s["failed_by_code"].items()))
     times = [r.compile_seconds for r in results if r.outcome == "compiled"]
+    for s in subsets.values():
+        if "peer" in s:
+            top = sorted(s["peer"]["refused_by_message"].items(), key=lambda kv: (-kv[1], kv[0]))
+            s["peer"]["refused_by_message"] = dict(top[:10])
     total = {
         "schemas": len(results),
         "compiled": sum(r.outcome == "compiled" for r in results),
         "passing": sum(r.passes for r in results),
         "wrongly_accepted": sum(len(r.wrongly_accepted) for r in results),
+        "order_only_refusals": sum(r.order_only for r in results),
+        "annotated": sum(bool(r.annotations) for r in results),
         "compile_ms_median": round(1000 * _percentile(times, 0.5), 2),
         "compile_ms_p90": round(1000 * _percentile(times, 0.9), 2),
         "compile_ms_max": round(1000 * max(times, default=0.0), 2),
     }
+    peered = [r for r in results if r.peer_compiled is not None]
+    if peered:
+        total["peer"] = {
+            "compiled": sum(bool(r.peer_compiled) for r in peered),
+            "passing": sum(r.peer_passes for r in peered),
+            "wrongly_accepted": sum(r.peer_invalid[1] - r.peer_invalid[0] for r in peered),
+        }
     return {"subsets": dict(sorted(subsets.items())), "total": total}

@@ -316,6 +316,10 @@ class _Context:
                 value = node.payload[0] == 0 or node_nullable[node.children[0]]
             elif kind == Kind.REF:
                 value = nullable[target[i]]
+            elif kind == Kind.AND:
+                value = all(node_nullable[c] for c in node.children)
+            elif kind == Kind.NOT:
+                value = not node_nullable[node.children[0]]
             else:  # EMPTY matches nothing; LITERAL, CLASS and SPECIAL always consume
                 value = kind == Kind.EMPTY
             node_nullable[i] = value
@@ -433,7 +437,7 @@ class _Context:
                             for s, w in alone[c].items():
                                 amap.setdefault(s, w)
                     self.budget.charge(len(kids) + len(lmap) + len(amap), "grammar analysis")
-                elif kind == Kind.ALT:
+                elif kind in (Kind.ALT, Kind.AND):  # an AND reaches what each operand reaches
                     for c in node.children:
                         for s, w in left[c].items():
                             lmap.setdefault(s, w)

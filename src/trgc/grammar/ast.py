@@ -4,6 +4,11 @@ Nodes live in one flat list and refer to each other by index, so that no stage n
 recursion proportional to the input's nesting. Every node carries the 1-based line and column
 of the source construct it came from (for JSON Schema lowering: line 0 and a JSON pointer in
 `Rule.pointer` instead).
+
+`AND` and `NOT` are the exact boolean combinators of the JSON Schema lowering: an `AND` is
+compiled by an automata product (`trgc.automata.boolean`), and a `NOT` is only meaningful as
+one of its operands, where the other operands supply the universe it is complemented in. The
+`AND` payload names the schema construct it came from (a JSON pointer), for error messages.
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ class Kind(IntEnum):
     ALT = 6  # children: the alternatives in order
     REPEAT = 7  # children: (item,); payload: (min, max) with max None for unbounded, or
     # (min, max, True) for a bound that must compile to a counter (JSON Schema's counted keywords)
+    AND = 8  # children: the operands; the intersection of their languages; payload: str origin
+    NOT = 9  # children: (item,); every byte string not in the item's language; only an AND operand
 
 
 @dataclass(frozen=True)

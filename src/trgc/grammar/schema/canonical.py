@@ -117,8 +117,9 @@ def reorder(schema: object, instance: object) -> object:
 
 
 def canonical_instance(schema: object, instance: object, separators: str = "compact") -> bytes:
-    """The bytes a trj-1 artifact for `schema` is expected to accept for `instance`."""
-    item_sep, key_sep = SEPARATORS[separators]
+    """The bytes a trj-1 artifact for `schema` is expected to accept for `instance`
+    (`separators` is the whitespace mode; flexible artifacts accept the compact form)."""
+    item_sep, key_sep = SEPARATORS.get(separators, SEPARATORS["compact"])
     ordered = reorder(schema, instance)
     return json.dumps(
         ordered, ensure_ascii=False, separators=(item_sep, key_sep), allow_nan=False

@@ -24,6 +24,9 @@ from fractions import Fraction
 from trgc.errors import TrgcError
 from trgc.grammar.ast import Grammar, Kind, Rule
 from trgc.grammar.schema import numbers, regex, strings
+from trgc.grammar.schema.annotations import MODES, holds_schema, misspelt
+from trgc.grammar.schema.arrays import ArrayKeywords
+from trgc.grammar.schema.combinators import Combinators, Conj, conj_of, plain_decimal
 from trgc.grammar.schema.keywords import (
     ANNOTATION,
     KNOWN_FORMATS,
@@ -35,25 +38,50 @@ from trgc.grammar.schema.keywords import (
 from trgc.grammar.schema.nodes import Builder
 from trgc.grammar.schema.normalize import (
     CONTAINERS,
+    DRAFT_07,
     SCHEMA_LISTS,
     View,
     assertion_keys,
+    child,
     detect_draft,
     escape_token,
     is_annotation,
     view,
 )
+from trgc.grammar.schema.objectkeys import ObjectKeys, presence_predicate
+from trgc.grammar.schema.presence import Members, language, simplify
 from trgc.grammar.schema.refs import resolve, root_base
+from trgc.grammar.schema.values import json_type, value_key
+from trgc.grammar.schema.whitespace import (
+    DEFAULT_MAX_WHITESPACE,
+    SEPARATORS,
+    Layout,
+    check_mode,
+    compact_text,
+    whitespace_mode,
+)
 from trgc.limits import Limits, check_limit
 
-SEPARATORS: dict[str, tuple[str, str]] = {"compact": (",", ":"), "pretty": (", ", ": ")}
 ANY_RULE = "json_value"
+DOCUMENT_RULE = "document"
 DEFAULT_MAX_DEPTH = 32
 TYPES = ("null", "boolean", "object", "array", "number", "integer", "string")
 FAMILY_KEYWORDS: dict[str, str] = {
     "properties": "object",
     "required": "object",
     "additionalProperties": "object",
+    "patternProperties": "object",
+    "unevaluatedProperties": "object",
+    "unevaluatedItems": "array",
+    "propertyNames": "object",
+    "minProperties": "object",
+    "maxProperties": "object",
+    "dependentRequired": "object",
+    "dependentSchemas": "object",
+    "contains": "array",
+    "minContains": "array",
+    "maxContains": "array",
+    "multipleOf": "number",
     "items": "array",
     "prefixItems": "array",
     "minItems": "array",
@@ -84,6 +112,7 @@ _VALUE_CHECKED = frozenset(
         "maxItems",
         "uniqueItems",
         "format",
+        "multipleOf",
     }
 )
 _SHARE_ABOVE = 48  # subtrees larger than this are shared through a helper rule instead of copied
@@ -103,38 +132,9 @@ def unsupported(keyword: str, pointer: str, message: str, hint: str | None = Non
     )
 
 
-def value_key(value: object) -> str:
-    """JSON Schema equality as a string: 1 and 1.0 are equal, true and 1 are not."""
-
-    def canon(v: object) -> object:
-        if isinstance(v, float) and v.is_integer():
-            return int(v)
-        if isinstance(v, dict):
-            return {k: canon(x) for k, x in v.items()}
-        if isinstance(v, list):
-            return [canon(x) for x in v]
-        return v
-
-    try:
-        return json.dumps(canon(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    except RecursionError:
-        raise TrgcError("E_LIMIT_NESTING", "an enum or const value nests too deeply") from None
-
-
-def json_type(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "integer" if value.is_integer() else "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
+def _decimal_fraction(value: object) -> Fraction:
+    """A JSON number as the decimal it was written as (a float by its shortest repr)."""
+    return Fraction(Decimal(repr(value)) if isinstance(value, float) else value)  # type: ignore[arg-type]
 
 
 def _type_matches(value: object, name: str) -> bool:
@@ -142,29 +142,32 @@ def _type_matches(value: object, name: str) -> bool:
     return actual == name or (name == "number" and actual == "integer")
 
 
-class Lowering:
+class Lowering(Combinators, ArrayKeywords):
     """One lowering run; `run()` returns the finished grammar."""
 
     def __init__(
         self,
         root: object,
         *,
-        separators: str,
+        whitespace: str,
         open_objects: bool,
         max_depth: int,
         limits: Limits,
         ignore_keywords: tuple[str, ...] = (),
+        unknown_keywords: str = "error",
+        max_whitespace: int = DEFAULT_MAX_WHITESPACE,
     ) -> None:
-        if separators not in SEPARATORS:
+        if unknown_keywords not in MODES:
             raise TrgcError(
-                "E_USAGE", f"separators must be 'compact' or 'pretty', got {separators!r}"
+                "E_USAGE",
+                f"unknown_keywords must be 'error' or 'annotate', got {unknown_keywords!r}",
             )
+        check_mode(whitespace, max_whitespace)
         check_limit("max_depth", max_depth, limits.max_depth, "max_depth")
         self.root = root
         self.draft = detect_draft(root)
         self.base = root_base(root)
         self.limits = limits
-        self.item_sep, self.key_sep = SEPARATORS[separators]
         self.open_objects = open_objects
         self.grammar = Grammar(source_kind="trj", start="root", max_depth=max_depth)
         known = sorted(k for k in ignore_keywords if status_of(k) is not None)
@@ -175,15 +178,22 @@ class Lowering:
                 hint="ignoring an assertion the matrix knows would admit values the schema forbids",
             )
         self.ignored = frozenset(ignore_keywords)
+        self.annotate = unknown_keywords == "annotate"
+        self.annotations: set[str] = set()
+        self.siblings_checked: set[str] = set()
         self.grammar.options = {
             "draft": self.draft,
             "ignore_keywords": sorted(self.ignored),
             "max_depth": max_depth,
             "open_objects": open_objects,
             "profile": "trj-1",
-            "separators": separators,
+            "unknown_keywords": unknown_keywords,
+            "whitespace": whitespace,
         }
+        if whitespace == "flexible":
+            self.grammar.options["max_whitespace"] = max_whitespace
         self.b = Builder(self.grammar, limits.states)
+        self.layout = Layout(self.b, whitespace, max_whitespace)
         self.rule_of: dict[str, str] = {}
         self.names: set[str] = set()
         self.pending: list[tuple[str, str, object]] = []
@@ -212,6 +222,12 @@ class Lowering:
         if self.any_used:
             self.b.begin_rule(ANY_RULE)
             self.grammar.rules.append(Rule(ANY_RULE, self._any_value_body(), 0, 0, pointer=None))
+        if self.layout.flexible:  # whitespace around the whole value, outside any recursion
+            self.grammar.rules.insert(
+                0, Rule(DOCUMENT_RULE, self.layout.document(self.b.ref("root")), 0, 0, pointer="")
+            )
+            self.grammar.start = DOCUMENT_RULE
+        self.grammar.options["annotations"] = sorted(self.annotations)
         return self.grammar
 
     def _drive(self, request: tuple) -> int | None:
@@ -252,6 +268,9 @@ class Lowering:
         if schema is False:
             self._no(pointer, "the schema is false")
             return None
+        if isinstance(schema, Conj):
+            node = yield from self._conj(schema, pointer)
+            return node
         if not isinstance(schema, dict):
             raise TrgcError(
                 "E_SCHEMA_NOT_OBJECT",
@@ -264,35 +283,102 @@ class Lowering:
     def _read(self, schema: dict, pointer: str) -> View:
         """The normalised view of one schema object, without the keywords the caller chose to ignore."""
         v = view(schema, pointer, self.draft)
+        if "$ref" in schema and self.draft <= DRAFT_07:
+            self._ref_siblings(schema, pointer)
         if self.ignored:
             v = {k: e for k, e in v.items() if k not in self.ignored}
         return v
 
+    def _annotation(self, name: str, error: TrgcError) -> None:
+        """Record `name` as an annotation in annotate mode; raise `error` in the default mode."""
+        if not self.annotate:
+            raise error
+        self.annotations.add(name)
+
+    def _ref_siblings(self, schema: dict, pointer: str) -> None:
+        """Draft-04..07 ignore every keyword beside `$ref`: an assertion there that the target
+        does not repeat would be dropped, so it is an error (annotate: recorded as ignored)."""
+        if pointer in self.siblings_checked:
+            return
+        self.siblings_checked.add(pointer)
+        target: object = None
+        target_ptr = pointer
+        try:
+            target_ptr, target = self._resolve(schema["$ref"], child(pointer, "$ref"))
+            for _ in range(16):  # a pure $ref chain: its end is what the target asserts
+                if not (isinstance(target, dict) and "$ref" in target):
+                    break
+                target_ptr, target = self._resolve(target["$ref"], child(target_ptr, "$ref"))
+        except TrgcError:
+            target = None  # the $ref itself is reported where it is lowered
+        for key in schema:
+            if key == "$ref" or key in CONTAINERS or is_annotation(key) or key in self.ignored:
+                continue
+            if status_of(key) is None:
+                self._unknown(key, child(pointer, key))
+                continue
+            if isinstance(target, dict) and key in target and target[key] == schema[key]:
+                continue  # repeated by the target: nothing is dropped
+            self._annotation(
+                f"$ref-sibling:{key}",
+                unsupported(
+                    "$ref",
+                    child(pointer, key),
+                    f"{key!r} beside $ref is ignored: draft-07 and earlier ignore every keyword "
+                    "beside $ref, so this constraint would not be enforced",
+                    hint='wrap the reference as "allOf": [{"$ref": ...}] to apply both, or compile with '
+                    "--unknown-keywords annotate to ignore it as the draft says",
+                ),
+            )
+
+    def _unknown(self, key: str, ptr: str) -> None:
+        """A name outside the matrix: a misspelt assertion is always an error; any other name
+        is an error by default and an annotation in annotate mode."""
+        guess = misspelt(key)
+        if guess is not None:
+            raise TrgcError(
+                "E_SCHEMA_KEYWORD_TYPO",
+                f"unknown keyword {key!r} is spelt like the keyword {guess!r}",
+                pointer=ptr,
+                hint=f"did you mean {guess!r}? (a misspelt assertion is never read as an annotation)",
+                details={"keyword": key, "suggestion": guess},
+            )
+        self._annotation(
+            key,
+            unsupported(
+                key,
+                ptr,
+                f"unknown keyword {key!r}",
+                hint="compile with --unknown-keywords annotate to read names outside the "
+                "matrix as annotations; trgc keywords lists the trj-1 keyword matrix",
+            ),
+        )
+
     def _check_keywords(self, v: View, pointer: str) -> None:
-        for key, (_value, ptr) in v.items():
+        for key, (value, ptr) in v.items():
             status = status_of(key)
             if status is None:
-                raise unsupported(
+                self._unknown(key, ptr)
+                continue
+            if key.startswith("x-") and holds_schema(value):
+                self._annotation(
                     key,
-                    ptr,
-                    f"unknown keyword {key!r}",
-                    hint="trgc keywords lists the trj-1 keyword matrix",
+                    unsupported(
+                        key,
+                        ptr,
+                        f"vendor keyword {key!r} holds a schema, which JSON Schema does not apply; "
+                        "none of its constraints would be enforced",
+                        hint="move the schema under a keyword of the matrix, or compile with "
+                        "--unknown-keywords annotate to read it as an annotation",
+                    ),
                 )
+                continue
             if status not in (SUPPORTED, NORMALISED, ANNOTATION):
                 raise unsupported(
                     key,
                     ptr,
                     f"keyword {key!r} is outside the trj-1 profile",
                     hint="trgc keywords lists the trj-1 keyword matrix",
-                )
-        if "uniqueItems" in v:
-            value, ptr = v["uniqueItems"]
-            if not isinstance(value, bool):
-                raise TrgcError("E_SCHEMA_INVALID", "uniqueItems must be a boolean", pointer=ptr)
-            max_items = v.get("maxItems", (None, ""))[0]
-            if value and not (isinstance(max_items, int) and max_items <= 1):
-                raise unsupported(
-                    "uniqueItems", ptr, "uniqueItems: true is outside the trj-1 profile"
                 )
         if "format" in v:
             value, ptr = v["format"]
@@ -304,6 +390,17 @@ class Lowering:
                     ptr,
                     f"format {value!r} is not supported (only {', '.join(SUPPORTED_FORMATS)})",
                 )
+            if value not in KNOWN_FORMATS:
+                self._annotation(
+                    f"format:{value}",
+                    unsupported(
+                        "format",
+                        ptr,
+                        f"format {value!r} is not a format trj-1 knows; validators treat it as an "
+                        "annotation, so it would constrain nothing",
+                        hint="drop it, or compile with --unknown-keywords annotate to read it as an annotation",
+                    ),
+                )
         if "$id" in v and pointer:
             value, ptr = v["$id"]
             if not isinstance(value, str):
@@ -314,6 +411,9 @@ class Lowering:
         v = self._expand(v, pointer)
         if v is None:
             return None
+        if self.needs_terms(v) or ("oneOf" in v and not self._provably_disjoint(v, "oneOf")):
+            node = yield from self._combined(v, pointer)
+            return node
         if "$ref" in v:
             return self._ref(v["$ref"][0], v["$ref"][1])
         if "enum" in v or "const" in v:
@@ -337,7 +437,7 @@ class Lowering:
             if name == "object":
                 node = yield from self._object(v, pointer)
             elif name == "array":
-                node = yield from self._array(v, pointer)
+                node = yield from self._array_with(v, pointer)
             else:
                 node = self._scalar(name, v, pointer)
             if node is not None:
@@ -388,7 +488,7 @@ class Lowering:
                     self._no(ref_ptr, "the referenced schema is false")
                     return None
                 parts = [rest] if target is True else [self._target_view(target, target_ptr), rest]
-                merged = self._merge(parts, ref_ptr)
+                merged = self._merge(parts, ref_ptr, outer=len(parts) - 1)
                 if merged is None:
                     return None
                 v = merged
@@ -415,13 +515,50 @@ class Lowering:
                             pointer=sub_ptr,
                         )
                     seen.add(sub_ptr)
-                    parts.append(self._target_view(sub, sub_ptr))
+                    branch = self._inline_ref(self._target_view(sub, sub_ptr), seen)
+                    if branch is None:
+                        return None
+                    parts.append(branch)
+                if sum("$ref" in p for p in parts) > 1:  # the outer $ref too, then merge all
+                    outer = self._inline_ref(parts[0], seen)
+                    if outer is None:
+                        return None
+                    parts[0] = outer
                 merged = self._merge(parts, all_ptr)
                 if merged is None:
                     return None
                 v = merged
                 continue
             return v
+
+    def _inline_ref(self, v: View, seen: set[str]) -> View | None:
+        """`v` with its `$ref` replaced by the referenced schema merged in (None: unsatisfiable),
+        so that allOf branches with different references can be merged; a reference cycle that
+        consumes nothing is E_REF_NO_PROGRESS (the chain of one branch is tracked on its own,
+        so two branches that reach one schema are no cycle)."""
+        seen = set(seen)
+        while "$ref" in v:
+            ref, ref_ptr = v["$ref"]
+            target_ptr, target = self._resolve(ref, ref_ptr)
+            if target_ptr in seen:
+                raise TrgcError(
+                    "E_REF_NO_PROGRESS",
+                    f"$ref {ref!r} reaches itself while merging without consuming input",
+                    pointer=ref_ptr,
+                )
+            seen.add(target_ptr)
+            rest = {k: e for k, e in v.items() if k != "$ref"}
+            if target is False:
+                self._no(ref_ptr, "the referenced schema is false")
+                return None
+            if target is True:
+                v = rest
+                continue
+            merged = self._merge([self._target_view(target, target_ptr), rest], ref_ptr, outer=1)
+            if merged is None:
+                return None
+            v = merged
+        return v
 
     def _target_view(self, schema: object, pointer: str) -> View:
         if not isinstance(schema, dict):
@@ -432,14 +569,28 @@ class Lowering:
         self._check_keywords(v, pointer)
         return v
 
-    def _merge(self, parts: list[View], pointer: str) -> View | None:
-        """The conjunction of several views as one view, when that is exact; else unsupported."""
+    def _merge(self, parts: list[View], pointer: str, outer: int | None = 0) -> View | None:
+        """The conjunction of several views as one view, when that is exact; else unsupported.
+
+        `parts[outer]` is the schema the others are applied in (its unevaluated* keywords see
+        all of them); every other part is a branch whose unevaluated* would only see itself."""
         out: View = {}
         closers = [
             p
             for p in parts
             if "additionalProperties" in p and p["additionalProperties"][0] not in (True, {})
         ]
+        for index, part in enumerate(parts):
+            if index == outer:
+                continue
+            for key in ("unevaluatedProperties", "unevaluatedItems"):
+                if key in part:
+                    raise unsupported(
+                        key,
+                        part[key][1],
+                        f"{key} inside a branch merged with others (allOf, $ref, if/then, anyOf, "
+                        "oneOf, dependentSchemas) only sees that branch's keywords; not supported",
+                    )
         for part in parts:
             for key, entry in part.items():
                 if is_annotation(key) or key in CONTAINERS:
@@ -471,15 +622,13 @@ class Lowering:
                         pointer,
                         "allOf combines additionalProperties with properties declared elsewhere; the merge would not be exact",
                     )
-        for key in ("items", "prefixItems"):
-            holders = [p for p in parts if key in p]
-            if len(holders) > 1 or (
-                holders
-                and any("items" in p or "prefixItems" in p for p in parts if p is not holders[0])
-            ):
-                raise unsupported(
-                    "allOf", pointer, "allOf combines array item schemas from several branches"
-                )
+        prefixed = [p for p in parts if "prefixItems" in p]
+        if prefixed and (
+            len(prefixed) > 1 or any("items" in p for p in parts if p is not prefixed[0])
+        ):
+            raise unsupported(
+                "allOf", pointer, "allOf combines prefixItems with item schemas from another branch"
+            )
         return out
 
     def _merge_one(self, key: str, a: tuple, b: tuple, pointer: str) -> tuple | None:
@@ -515,15 +664,21 @@ class Lowering:
                 if name in props and props[name][0] != sub:
                     if props[name][0] is True or props[name][0] == {}:
                         props[name] = (sub, sub_ptr)
-                    elif not (sub is True or sub == {}):
-                        raise unsupported(
-                            "allOf",
-                            sub_ptr,
-                            f"property {name!r} is constrained in two allOf branches",
-                        )
+                    elif not (sub is True or sub == {}):  # both apply to the member
+                        props[name] = (conj_of([props[name], (sub, sub_ptr)]), props[name][1])
                 elif name not in props:
                     props[name] = (sub, sub_ptr)
             return (props, xp)
+        if key in ("items", "additionalProperties", "propertyNames", "contains"):
+            if x is True or x == {}:
+                return b
+            if y is True or y == {}:
+                return a
+            if x is False or y is False:
+                return (False, xp if x is False else yp)
+            return (conj_of([a, b]), xp)
+        if key == "not":  # ¬x ∧ ¬y = ¬(x ∨ y)
+            return ({"anyOf": [x, y]}, xp)
         if key in SCHEMA_LISTS:
             if [s for s, _ in x] == [s for s, _ in y]:
                 return a
@@ -629,24 +784,31 @@ class Lowering:
         self.any_used = True
         return self.b.ref(ANY_RULE)
 
+    def _any_of_kind(self, kind: str) -> int:
+        """Any object or any array (members and elements are any values)."""
+        b = self.b
+        layout = self.layout
+        self.any_used = True
+        if kind == "object":
+            member = lambda: b.seq(strings.string(b), layout.colon(), b.ref(ANY_RULE))  # noqa: E731
+            return b.seq(
+                layout.token("{"),
+                b.opt(b.seq(member(), b.rep(b.seq(layout.comma(), member()), 0, None))),
+                layout.token("}"),
+            )
+        return b.seq(
+            layout.token("["),
+            b.opt(
+                b.seq(b.ref(ANY_RULE), b.rep(b.seq(layout.comma(), b.ref(ANY_RULE)), 0, None))
+            ),
+            layout.token("]"),
+        )
+
     def _any_value_body(self) -> int:
         b = self.b
-        member = lambda: b.seq(strings.string(b), b.lit(self.key_sep), b.ref(ANY_RULE))  # noqa: E731
-        obj = b.seq(
-            b.lit("{"),
-            b.opt(b.seq(member(), b.rep(b.seq(b.lit(self.item_sep), member()), 0, None))),
-            b.lit("}"),
-        )
-        arr = b.seq(
-            b.lit("["),
-            b.opt(
-                b.seq(b.ref(ANY_RULE), b.rep(b.seq(b.lit(self.item_sep), b.ref(ANY_RULE)), 0, None))
-            ),
-            b.lit("]"),
-        )
         return b.alt(
-            obj,
-            arr,
+            self._any_of_kind("object"),
+            self._any_of_kind("array"),
             strings.string(b),
             numbers.number(b),
             b.lit("true"),
@@ -657,6 +819,28 @@ class Lowering:
     # ---- enum / const ---------------------------------------------------------------------
 
     def _enum(self, v: View, pointer: str) -> int | None:
+        values = self._enum_values(v)
+        for key in assertion_keys(v):
+            if key not in _VALUE_CHECKED:
+                raise unsupported(
+                    key, v[key][1], f"{key} together with enum/const is not supported"
+                )
+        kept = [x for x in values if self._value_ok(x, v)]
+        if not kept:
+            self._no(
+                pointer,
+                "no enum/const value satisfies the other keywords" if values else "enum is empty",
+            )
+            return None
+        spellings = list(dict.fromkeys(text for x in kept for text in self._spellings(x)))
+        # projected before any node is built: a literal of n bytes needs n + 1 NFA states
+        needed = 2 + sum(len(text.encode("utf-8")) + 1 for text in spellings)
+        self.b.check_room(needed, f"the {len(spellings):,} enum/const members at #{pointer}")
+        return self.b.alt(*(self.layout.constant(text) for text in spellings))
+
+    def _enum_values(self, v: View) -> list:
+        """The values `enum` and `const` together allow (checked: enum is a list without
+        duplicates)."""
         values: list | None = None
         if "enum" in v:
             raw, ptr = v["enum"]
@@ -679,32 +863,16 @@ class Lowering:
                 else [x for x in values if value_key(x) == value_key(const)]
             )
         assert values is not None
-        for key in assertion_keys(v):
-            if key not in _VALUE_CHECKED:
-                raise unsupported(
-                    key, v[key][1], f"{key} together with enum/const is not supported"
-                )
-        kept = [x for x in values if self._value_ok(x, v)]
-        if not kept:
-            self._no(
-                pointer,
-                "no enum/const value satisfies the other keywords" if values else "enum is empty",
-            )
-            return None
-        spellings = list(dict.fromkeys(text for x in kept for text in self._spellings(x)))
-        # projected before any node is built: a literal of n bytes needs n + 1 NFA states
-        needed = 2 + sum(len(text.encode("utf-8")) + 1 for text in spellings)
-        self.b.check_room(needed, f"the {len(spellings):,} enum/const members at #{pointer}")
-        return self.b.alt(*(self.b.lit(text) for text in spellings))
+        return values
 
     def _spellings(self, value: object) -> list[str]:
-        try:
-            first = json.dumps(
-                value, ensure_ascii=False, separators=(self.item_sep, self.key_sep), allow_nan=False
-            )
-        except RecursionError:
-            raise TrgcError("E_LIMIT_NESTING", "an enum or const value nests too deeply") from None
-        out = [first]
+        """The compact texts a constant is written as: its canonical form, and an integral
+        float also in integer form."""
+        out = [compact_text(value)]
+        if isinstance(value, float):  # 1e-05 is also 0.00001: a spelling of the same value
+            plain = plain_decimal(value)
+            if plain is not None and plain not in out:
+                out.append(plain)
         # an integral float also in integer form (equal under JSON Schema, and an integer in
         # every draft); never the other way round: draft-04 does not count 1.0 as an integer
         if (
@@ -730,6 +898,11 @@ class Lowering:
                 ("exclusiveMaximum", lambda b: x < b),
             ):
                 if key in v and not ok(self._num(*v[key])):
+                    return False
+            if "multipleOf" in v:  # by decimal value, as the lowering decides it
+                self._num(*v["multipleOf"])
+                step = _decimal_fraction(v["multipleOf"][0])
+                if (_decimal_fraction(value) / step).denominator != 1:
                     return False
         if isinstance(value, str):
             if "minLength" in v and len(value) < self._count(v, "minLength"):
@@ -764,7 +937,25 @@ class Lowering:
     # ---- anyOf / oneOf ----------------------------------------------------------------------
 
     def _union(self, v: View, key: str, pointer: str) -> Gen:
-        branches, ptr = v[key]
+        ptr = v[key][1]
+        views = self._branch_views(v, key)
+        if key == "oneOf":
+            self._check_disjoint(views, ptr)
+        options: list[int] = []
+        for branch, sub_ptr in views:
+            if not assertion_keys(branch):
+                return self._any()
+            node = yield ("view", branch, sub_ptr)
+            if node is not None:
+                options.append(node)
+        if not options:
+            self._no(ptr, f"no {key} branch admits a value")
+            return None
+        return self.b.alt(*options)
+
+    def _branch_views(self, v: View, key: str) -> list[tuple[View, str]]:
+        """The branches of `v[key]`, each merged with the sibling keywords (false ones dropped)."""
+        branches = v[key][0]
         siblings = {k: e for k, e in v.items() if k != key}
         views: list[tuple[View, str]] = []
         for sub, sub_ptr in branches:
@@ -783,19 +974,7 @@ class Lowering:
             )
             if merged is not None:
                 views.append((merged, sub_ptr))
-        if key == "oneOf":
-            self._check_disjoint(views, ptr)
-        options: list[int] = []
-        for branch, sub_ptr in views:
-            if not assertion_keys(branch):
-                return self._any()
-            node = yield ("view", branch, sub_ptr)
-            if node is not None:
-                options.append(node)
-        if not options:
-            self._no(ptr, f"no {key} branch admits a value")
-            return None
-        return self.b.alt(*options)
+        return views
 
     def _semantic(self, v: View, depth: int = 0) -> View:
         """Follow a pure `$ref` chain (bounded) to the view that actually constrains."""
@@ -939,6 +1118,25 @@ class Lowering:
     # ---- scalars ------------------------------------------------------------------------------
 
     def _scalar(self, name: str, v: View, pointer: str) -> int | None:
+        node = self._plain_scalar(name, v, pointer)
+        if node is None or name not in ("integer", "number") or "multipleOf" not in v:
+            return node
+        raw, ptr = v["multipleOf"]
+        step = self._num(raw, ptr)
+        if step <= 0:
+            raise TrgcError("E_SCHEMA_INVALID", "multipleOf must be greater than 0", pointer=ptr)
+        exact = Decimal(raw) if isinstance(raw, int) else Decimal(repr(raw))
+        multiples = numbers.multiple_of(self.b, exact)
+        if multiples is None:
+            raise unsupported(
+                "multipleOf",
+                ptr,
+                f"multipleOf {json.dumps(raw)} is supported for steps n·10^-k with n = 2^a·5^b "
+                "(1, 2, 5, 10, 0.01, 0.25, ...) whose last digits decide divisibility",
+            )
+        return self.b.and_(node, multiples, origin=f"{ptr} (multipleOf)")
+
+    def _plain_scalar(self, name: str, v: View, pointer: str) -> int | None:
         b = self.b
         if name == "null":
             return b.lit("null")
@@ -1013,11 +1211,12 @@ class Lowering:
             pattern, ptr = v["pattern"]
             if not isinstance(pattern, str):
                 raise TrgcError("E_SCHEMA_INVALID", "pattern must be a string", pointer=ptr)
-            if "format" in v and v["format"][0] in SUPPORTED_FORMATS:
-                raise unsupported("pattern", ptr, "pattern together with format is not supported")
             node = regex.pattern_string(self.b, pattern, ptr, self.limits.repetition, lo, hi)
             if node is None:
                 self._no(ptr, f"no string matches pattern {pattern!r} within the length bounds")
+            elif "format" in v and v["format"][0] in SUPPORTED_FORMATS:
+                shape = strings.formatted_string(self.b, v["format"][0])  # type: ignore[arg-type]
+                node = self.b.and_(node, shape, origin=f"{ptr} (pattern with format)")
             return node
         if "format" in v and v["format"][0] in SUPPORTED_FORMATS:
             fmt = v["format"][0]
@@ -1025,12 +1224,14 @@ class Lowering:
             if (hi is not None and hi < f_lo) or (f_hi is not None and lo > f_hi):
                 self._no(pointer, f"format {fmt} strings never have the allowed length")
                 return None
+            shape = strings.formatted_string(self.b, fmt)  # type: ignore[arg-type]
             if lo > f_lo or (hi is not None and (f_hi is None or hi < f_hi)):
-                key = "minLength" if lo > f_lo else "maxLength"
-                raise unsupported(
-                    key, v[key][1], f"{key} together with format {fmt!r} is not supported"
-                )
-            return strings.formatted_string(self.b, fmt)  # type: ignore[arg-type]
+                check_limit("repetition", lo, self.limits.repetition, "minLength")
+                if hi is not None:
+                    check_limit("repetition", hi, self.limits.repetition, "maxLength")
+                lengths = strings.string(self.b, lo, hi)
+                return self.b.and_(shape, lengths, origin=f"{pointer} (format with lengths)")
+            return shape
         check_limit("repetition", lo, self.limits.repetition, "minLength")
         if hi is not None:
             check_limit("repetition", hi, self.limits.repetition, "maxLength")
@@ -1051,8 +1252,10 @@ class Lowering:
         required = set(required_raw)
         extra_schema: object = None  # None: no additional members
         extra_ptr = pointer
-        if "additionalProperties" in v:
-            addl, extra_ptr = v["additionalProperties"]
+        # without additionalProperties, the members nothing evaluates are unevaluatedProperties'
+        addl_key = "additionalProperties" if "additionalProperties" in v else "unevaluatedProperties"
+        if addl_key in v:
+            addl, extra_ptr = v[addl_key]
             if addl is False:
                 extra_schema = False
             elif addl is True or addl == {}:
@@ -1061,12 +1264,17 @@ class Lowering:
                 extra_schema = addl
         elif self.open_objects:
             extra_schema = True
-        # required names that are not declared: declared here with the additional-member schema
+        keys = ObjectKeys.of(self, v, pointer)
+        # required names that are not declared: declared here with the schema of their key
         declared: list[tuple[str, object, str]] = [
             (name, sub, ptr) for name, (sub, ptr) in props.items()
         ]
         for name in required_raw:
             if name not in props:
+                matched = keys.schemas_for(name)
+                if matched:
+                    declared.append((name, conj_of(matched), matched[0][1]))
+                    continue
                 if extra_schema is False:
                     self._no(
                         req_ptr,
@@ -1077,24 +1285,89 @@ class Lowering:
                 declared.append(
                     (name, schema, extra_ptr if extra_schema not in (None, True) else req_ptr)
                 )
-        members: list[tuple[tuple[int, int], bool]] = []
+        names = [name for name, _, _ in declared]
+        members: list[tuple[tuple[int, int], bool]] = []  # ((key with colon, value), required)
+        kept: list[str] = []
         for name, sub, ptr in declared:
-            value = yield ("schema", sub, ptr)
+            if not keys.name_allowed(name):
+                sub = False
+            elif name in props:
+                sub = keys.with_patterns(name, sub, ptr)
+            value = None if sub is False else (yield ("schema", sub, ptr))
             if value is None:
                 if name in required:
                     self._no(ptr, f"required member {name!r} admits no value")
                     return None
                 continue
-            key = b.lit(strings.canonical_string(name) + self.key_sep)
-            members.append(((key, value), name in required))
-        extra: tuple[int, int] | None = None
-        if extra_schema not in (None, False):
-            value = yield ("schema", extra_schema, extra_ptr)
+            kept.append(name)
+            members.append(
+                ((self.layout.key(strings.canonical_string(name)), value), name in required)
+            )
+        regions: list[tuple[tuple[int, ...], int]] = []  # (pattern indices, value node)
+        for region, schema, ptr in keys.regions(extra_schema, extra_ptr):
+            value = yield ("schema", schema, ptr)
             if value is not None:
-                names = [name for name, _, _ in declared]
-                key = b.seq(strings.key_other_than(b, names), b.lit(self.key_sep))
-                extra = (key, value)
-        return self._member_list(members, extra)
+                regions.append((region, value))
+        names_node = None
+        if regions and keys.names is not None:
+            names_node = yield ("view", keys.names, keys.names_ptr)
+            if names_node is None:
+                regions = []
+        extra = self._extra_members(keys, regions, names, names_node, names)
+        body = self._member_list(members, extra or None)
+        pred = presence_predicate(self, v, pointer)
+        if pred is None:
+            return body
+        forms = [pair for pair, _ in members]
+        member_set = Members(
+            kept,
+            lambda i: b.seq(self._copy(forms[i][0]), self._copy(forms[i][1])),
+            None if not extra else lambda excluded: self._one_member(
+                self._extra_members(keys, regions, names + excluded, names_node, names, copy=True)
+            ),
+            None if not extra else lambda name: self._one_member(
+                self._extra_members(keys, regions, names, names_node, names, copy=True, only=name)
+            ),
+        )
+        folded = simplify(pred, required & set(kept), member_set)
+        if folded is True:
+            return body
+        if folded is False:
+            self._no(pointer, "no object has the members minProperties/maxProperties/dependentRequired ask for")
+            return None
+        condition = language(b, self.layout, member_set, folded)
+        if condition is None:
+            self._no(pointer, "no object has the members the presence keywords ask for")
+            return None
+        return b.and_(body, condition, origin=f"{pointer} (member presence)")
+
+    def _extra_members(
+        self,
+        keys: ObjectKeys,
+        regions: list[tuple[tuple[int, ...], int]],
+        excluded: list[str],
+        names_node: int | None,
+        declared: list[str],
+        *,
+        copy: bool = False,
+        only: str | None = None,
+    ) -> list[tuple[int, int]]:
+        """The additional members: one `(key with colon, value)` form per key region, its name
+        none of `excluded` (and exactly `only` when given), its value the region's schema."""
+        b = self.b
+        options = []
+        for region, value in regions:
+            key = keys.key_node(region, excluded)
+            if only is not None:
+                key = b.and_(key, b.lit(strings.canonical_string(only)), origin="member name")
+            if names_node is not None:
+                key = b.and_(key, self._copy(names_node), origin="propertyNames")
+            options.append((b.seq(key, self.layout.colon()), self._copy(value) if copy else value))
+        return options
+
+    def _one_member(self, forms: list[tuple[int, int]]) -> int | None:
+        """One member of any of the `(key, value)` forms."""
+        return self.b.alt(*(self.b.seq(k, v) for k, v in forms)) if forms else None
 
     def _member_uses(self, member: tuple[int, int], n: int) -> list[int]:
         """`n` uses of a member `(key, value)`: the key (a literal or a small name automaton)
@@ -1104,8 +1377,13 @@ class Lowering:
         keys = [key] + [self._copy(key) for _ in range(n - 1)]
         return [self.b.seq(k, v) for k, v in zip(keys, self._uses(value, n), strict=True)]
 
+    def _extra_uses(self, extra: list[tuple[int, int]], n: int) -> list[int]:
+        """`n` uses of "one additional member": each form's key copied, its value shared."""
+        per_form = [self._member_uses(form, n) for form in extra]
+        return [self.b.alt(*(uses[i] for uses in per_form)) for i in range(n)]
+
     def _member_list(
-        self, members: list[tuple[tuple[int, int], bool]], extra: tuple[int, int] | None
+        self, members: list[tuple[tuple[int, int], bool]], extra: list[tuple[int, int]] | None
     ) -> int:
         """`{` members in order, commas between the present ones, optional ones skippable, extras last `}`.
 
@@ -1115,7 +1393,6 @@ class Lowering:
         and a large one only once, as a shared machine (`_member_uses`).
         """
         b = self.b
-        comma = self.item_sep
         chain: int | None = None
         leading = True
         for member, is_required in members:
@@ -1125,7 +1402,7 @@ class Lowering:
                 after, first = (
                     self._member_uses(member, 2) if leading else (self.b.seq(*member), None)
                 )
-                tail = b.seq(b.lit(comma), after)
+                tail = b.seq(self.layout.comma(), after)
                 options = [b.seq(chain, tail if is_required else b.opt(tail))]
                 if first is not None:
                     options.append(first)
@@ -1134,19 +1411,19 @@ class Lowering:
                 leading = False
         body = chain
         if extra is not None:
-            uses = self._member_uses(extra, 3 if chain is not None and leading else 2)
-            only_extras = b.seq(uses[0], b.rep(b.seq(b.lit(comma), uses[1]), 0, None))
+            uses = self._extra_uses(extra, 3 if chain is not None and leading else 2)
+            only_extras = b.seq(uses[0], b.rep(b.seq(self.layout.comma(), uses[1]), 0, None))
             if chain is None:
                 body = only_extras
             elif leading:
                 body = b.alt(
-                    b.seq(chain, b.rep(b.seq(b.lit(comma), uses[2]), 0, None)), only_extras
+                    b.seq(chain, b.rep(b.seq(self.layout.comma(), uses[2]), 0, None)), only_extras
                 )
             else:
-                body = b.seq(chain, b.rep(b.seq(b.lit(comma), uses[1]), 0, None))
+                body = b.seq(chain, b.rep(b.seq(self.layout.comma(), uses[1]), 0, None))
         if body is None:
-            return b.lit("{}")
-        return b.seq(b.lit("{"), b.opt(body) if leading else body, b.lit("}"))
+            return self.layout.empty("{}")
+        return b.seq(self.layout.token("{"), b.opt(body) if leading else body, self.layout.token("}"))
 
     # ---- arrays -------------------------------------------------------------------------------
 
@@ -1180,15 +1457,14 @@ class Lowering:
             return None
         if hi is not None:
             check_limit("repetition", hi, self.limits.repetition, "maxItems")
-        comma = self.item_sep
         k = len(prefix)
         if hi == 0:
-            return b.lit("[]")
+            return self.layout.empty("[]")
         if k == 0:
             assert rest is not None
             first, later = self._twice(rest)
             more = b.rep(
-                b.seq(b.lit(comma), later),
+                b.seq(self.layout.comma(), later),
                 max(0, lo - 1),
                 None if hi is None else hi - 1,
                 counted=lo > 1 or hi is not None,
@@ -1198,16 +1474,16 @@ class Lowering:
             tail = b.empty()
             if rest is not None:
                 tail = b.rep(
-                    b.seq(b.lit(comma), rest),
+                    b.seq(self.layout.comma(), rest),
                     max(0, lo - k),
                     None if hi is None else hi - k,
                     counted=lo > k or hi is not None,
                 )
             for i in range(k - 1, 0, -1):  # element i (0-based) is the (i+1)-th
-                step = b.seq(b.lit(comma), prefix[i], tail)
+                step = b.seq(self.layout.comma(), prefix[i], tail)
                 tail = step if i + 1 <= lo else b.opt(step)
             body = b.seq(prefix[0], tail)
-        return b.seq(b.lit("["), body if lo > 0 else b.opt(body), b.lit("]"))
+        return b.seq(self.layout.token("["), body if lo > 0 else b.opt(body), self.layout.token("]"))
 
     # ---- sharing ------------------------------------------------------------------------------
 
@@ -1254,25 +1530,34 @@ class Lowering:
 def lower_schema(
     schema: object,
     *,
-    separators: str = "compact",
+    whitespace: str | None = None,
+    separators: str | None = None,
+    max_whitespace: int = DEFAULT_MAX_WHITESPACE,
     open_objects: bool = False,
     max_depth: int = DEFAULT_MAX_DEPTH,
     limits: Limits,
     source_sha256: str = "",
     ignore_keywords: tuple[str, ...] = (),
+    unknown_keywords: str = "error",
 ) -> Grammar:
     """Lower a parsed schema (object or boolean) to a grammar whose start rule is `root`.
 
     `ignore_keywords` names keywords the caller explicitly wants treated as annotations (for
     example a benchmark's neutralised `_format`); they are recorded in the grammar options.
+    `whitespace` is "pretty" (the default), "compact" or "flexible" (`whitespace.py`);
+    `separators` is its older name (compact or pretty), accepted when `whitespace` is not given.
+    `unknown_keywords="annotate"` reads every name outside the matrix as an annotation
+    (`trgc.grammar.schema.annotations`); the names are recorded in the options too.
     """
     grammar = Lowering(
         schema,
-        separators=separators,
+        whitespace=whitespace_mode(whitespace, separators),
+        max_whitespace=max_whitespace,
         open_objects=open_objects,
         max_depth=max_depth,
         limits=limits,
         ignore_keywords=ignore_keywords,
+        unknown_keywords=unknown_keywords,
     ).run()
     grammar.source_sha256 = source_sha256
     return grammar

@@ -124,6 +124,17 @@ class Builder:
     def opt(self, item: int) -> int:
         return self.rep(item, 0, 1)
 
+    def and_(self, *items: int, origin: str = "") -> int:
+        """The intersection of the items' languages (a `NOT` item is complemented within the
+        others); compiled by an automata product, so the items must stay regular."""
+        if len(items) == 1:
+            return items[0]
+        return self.node(Kind.AND, tuple(items), origin)
+
+    def not_(self, item: int) -> int:
+        """Every byte string outside the item's language: only meaningful as an `and_` operand."""
+        return self.node(Kind.NOT, (item,))
+
     def ref(self, name: str, inlines: int | None = None) -> int:
         """A reference to rule `name`; `inlines` is the body node of a non-recursive rule the
         compiler will copy in here, so the reference costs what that body costs."""

@@ -118,6 +118,19 @@ def view(schema: dict, pointer: str, draft: int) -> View:
     elif "additionalItems" in out:
         # additionalItems has no effect unless items is an array
         del out["additionalItems"]
+    if "dependencies" in out:  # draft-04..07: arrays are dependentRequired, schemas dependentSchemas
+        deps, ptr = out.pop("dependencies")
+        if not isinstance(deps, dict):
+            raise TrgcError("E_SCHEMA_INVALID", "dependencies must be an object", pointer=ptr)
+        for key, wanted in (("dependentRequired", True), ("dependentSchemas", False)):
+            part = {k: d for k, d in deps.items() if isinstance(d, list) == wanted}
+            if not part:
+                continue
+            if key in out:
+                raise TrgcError(
+                    "E_SCHEMA_INVALID", f"dependencies together with {key}", pointer=ptr
+                )
+            out[key] = (part, ptr)
     _index_children(out)
     return out
 

@@ -57,13 +57,18 @@ def natural_range(b: Builder, lo: int, hi: int | None) -> int | None:
     options: list[int] = []
     length = len(str(lo))
     top = len(str(hi)) if hi is not None else length
+    full: list[int] = []  # digit counts whose every spelling is in range (2 digits and more)
     for digits in range(length, top + 1):
         first = 0 if digits == 1 else 10 ** (digits - 1)
         last = 10**digits - 1
         a = max(lo, first)
         z = last if hi is None else min(hi, last)
-        if a <= z:
+        if digits > 1 and a == first and z == last:
+            full.append(digits)
+        elif a <= z:
             options.append(_same_length(b, str(a), str(z)))
+    if full:  # consecutive counts: one counted repetition instead of one chain per count
+        options.append(b.seq(_digit(b, "1", "9"), b.rep(_digit(b), full[0] - 1, full[-1] - 1)))
     if hi is None:  # every longer spelling
         options.append(b.seq(_digit(b, "1", "9"), b.rep(_digit(b), length, None)))
     return b.alt(*options) if options else None
@@ -91,16 +96,16 @@ def integer_bounds(
     exclusive_min: Fraction | None,
     exclusive_max: Fraction | None,
 ) -> tuple[int, int]:
-    """The integer interval the bounds allow, clipped to ±(2^53−1)."""
-    lo, hi = -MAX_SAFE_INTEGER, MAX_SAFE_INTEGER
-    if minimum is not None:
-        lo = max(lo, _ceil(minimum))
+    """The integer interval the bounds allow; a side without a bound stops at ±(2^53−1)
+    (the interoperable integers), a side with one is exactly the schema's."""
+    lows = [_ceil(minimum)] if minimum is not None else []
     if exclusive_min is not None:
-        lo = max(lo, _floor(exclusive_min) + 1)
-    if maximum is not None:
-        hi = min(hi, _floor(maximum))
+        lows.append(_floor(exclusive_min) + 1)
+    highs = [_floor(maximum)] if maximum is not None else []
     if exclusive_max is not None:
-        hi = min(hi, _ceil(exclusive_max) - 1)
+        highs.append(_ceil(exclusive_max) - 1)
+    lo = max(lows) if lows else -MAX_SAFE_INTEGER
+    hi = min(highs) if highs else MAX_SAFE_INTEGER
     return lo, hi
 
 
@@ -112,15 +117,46 @@ def _ceil(x: Fraction) -> int:
     return -((-x.numerator) // x.denominator)
 
 
+MAX_INTEGER_DIGITS = 15  # 10^15 < 2^53: every integer part is exact in binary64
+MAX_EXPONENT = 280  # 10^15 * 10^280 stays far below binary64's largest finite value
+
+
 def number(b: Builder) -> int:
-    """Any RFC 8259 number: `-?(0|[1-9][0-9]*)(\\.[0-9]+)?([eE][+-]?[0-9]+)?`."""
-    integer = b.alt(b.lit("0"), b.seq(_digit(b, "1", "9"), b.rep(_digit(b), 0, None)))
+    """Any number in a binary64-safe lexical form:
+    `-?(0|[1-9][0-9]{0,14})(\\.[0-9]+)?([eE][+-]?0{0,2}E)?` with E at most 280: the integer part
+    has at most 15 digits, so a plain integer is always safe (|n| < 10^15 < 2^53) and no
+    spelling overflows to an infinity; a long fraction only rounds, as every decimal does."""
+    head = b.alt(b.lit("0"), b.seq(_digit(b, "1", "9"), b.rep(_digit(b), 0, MAX_INTEGER_DIGITS - 1)))
     fraction = b.opt(b.seq(b.lit("."), b.rep(_digit(b), 1, None)))
-    exponent = b.opt(b.seq(b.chars("eE"), b.opt(b.chars("+-")), b.rep(_digit(b), 1, None)))
-    return b.seq(b.opt(b.lit("-")), integer, fraction, exponent)
+    power = natural_range(b, 0, MAX_EXPONENT)
+    assert power is not None
+    exponent = b.opt(b.seq(b.chars("eE"), b.opt(b.chars("+-")), b.rep(b.lit("0"), 0, 2), power))
+    return b.seq(b.opt(b.lit("-")), head, fraction, exponent)
 
 
 SIGNIFICANT = 15  # decimals of at most 15 digits round-trip through binary64 (DBL_DIG)
+
+
+def canonical_number(b: Builder) -> int:
+    """Numbers in their one canonical plain spelling: no exponent, no leading zeros, no
+    trailing zeros in the fraction, no `-0`, and at most `SIGNIFICANT` digits in all (the
+    integer part's digits, `0` included, plus the fraction's). Every such value has exactly one
+    spelling here, and every integer here is safe: the spelling discipline of a complement."""
+
+    def fraction(room: int) -> int:  # "." then at most `room` digits, the last non-zero
+        return b.seq(b.lit("."), b.rep(_digit(b), 0, room - 1), _digit(b, "1", "9"))
+
+    def tail(room: int) -> int:
+        return b.opt(fraction(room)) if room else b.empty()
+
+    room = SIGNIFICANT - 1
+    options = [b.seq(b.lit("0"), tail(room)), b.seq(b.lit("-0"), fraction(room))]
+    for width in range(1, SIGNIFICANT + 1):
+        room = SIGNIFICANT - width
+        for sign in ("", "-"):
+            head = b.seq(_digit(b, "1", "9"), b.rep(_digit(b), width - 1, width - 1))
+            options.append(b.seq(b.lit(sign), head, tail(room)))
+    return b.alt(*options)
 
 
 def _fraction(b: Builder, kind: str, cap: int | None = None) -> int | None:
@@ -339,3 +375,103 @@ def bounded_number(
         if negative is not None:
             options.append(b.seq(b.lit("-"), negative))
     return b.alt(*options) if options else None
+
+
+def _factor_2_5(n: int) -> tuple[int, int] | None:
+    """(a, b) with n = 2^a 5^b, or None when n has another prime factor."""
+    a = b = 0
+    while n % 2 == 0:
+        n //= 2
+        a += 1
+    while n % 5 == 0:
+        n //= 5
+        b += 1
+    return (a, b) if n == 1 else None
+
+
+MAX_WINDOWS = 1_000  # digit windows a multipleOf may enumerate
+
+
+def multiple_of(b: Builder, step: Decimal) -> int | None:
+    """Plain decimal spellings (no exponent) of the multiples of `step`, or None when `step` is
+    not n·10^-k with n = 2^a·5^b, or needs more than `MAX_WINDOWS` digit windows.
+
+    x is a multiple of n·10^-k exactly when N = x·10^k is an integer divisible by n; since n
+    divides 10^t (t = max(a, b)), that depends only on N's last t digits (a *window*). A
+    spelling `I.s` (trailing zeros of s irrelevant) with j = len(s) significant fraction digits
+    has N = I s 0^(k-j): so j <= k, and the last t-(k-j) digits of the digit string `I s` must
+    be a window that, followed by k-j zeros, is divisible by n. The result is meant to be
+    intersected with the number grammar of the type (signs, bounds, `-0`)."""
+    sign, digits, exponent = step.normalize().as_tuple()
+    if sign or not digits or not isinstance(exponent, int):
+        return None
+    n = int("".join(map(str, digits)))
+    k = max(0, -exponent)
+    n *= 10 ** max(0, exponent)
+    factors = _factor_2_5(n)
+    if factors is None:
+        return None
+    t = max(factors)
+    if 10**t // n > MAX_WINDOWS:
+        return None
+    options: list[int] = []
+    for j in range(k + 1):
+        r = t - (k - j)  # window length inside `I s`
+        zeros = b.opt(b.seq(b.lit("."), b.rep(b.lit("0"), 1, None)))
+        if r <= 0:  # every digit string with j significant fraction digits
+            if j == 0:
+                options.append(b.seq(_any_integer(b), zeros))
+            else:
+                body = b.seq(b.rep(_digit(b), j - 1, j - 1), _digit(b, "1", "9"))
+                options.append(b.seq(_any_integer(b), _fraction_digits(b, body)))
+            continue
+        unit = 10 ** (k - j)
+        windows = [str(w).zfill(r) for w in range(10**r) if (w * unit) % n == 0]
+        if j == 0:
+            options.append(b.seq(_integer_ending(b, windows), zeros))
+        elif r <= j:
+            kept = [w for w in windows if w[-1] != "0"]
+            if kept:
+                body = b.seq(b.rep(_digit(b), j - r, j - r), _trie(b, kept))
+                options.append(b.seq(_any_integer(b), _fraction_digits(b, body)))
+        else:
+            by_tail: dict[str, list[str]] = {}
+            for w in windows:
+                if w[-1] != "0":
+                    by_tail.setdefault(w[r - j :], []).append(w[: r - j])
+            for tail in sorted(by_tail):
+                options.append(
+                    b.seq(_integer_ending(b, by_tail[tail]), _fraction_digits(b, b.lit(tail)))
+                )
+    if not options:
+        return None
+    return b.seq(b.opt(b.lit("-")), b.alt(*options))
+
+
+def _trie(b: Builder, words: list[str]) -> int:
+    """The alternation of equal-length digit strings, sharing prefixes (a trie), so that a
+    determinised `\\d* (w1 | w2 | ...)` stays small."""
+    if len(words[0]) == 0:
+        return b.empty()
+    groups: dict[str, list[str]] = {}
+    for w in words:
+        groups.setdefault(w[0], []).append(w[1:])
+    return b.alt(*(b.seq(b.lit(c), _trie(b, rest)) for c, rest in sorted(groups.items())))
+
+
+def _any_integer(b: Builder) -> int:
+    return b.alt(b.lit("0"), b.seq(_digit(b, "1", "9"), b.rep(_digit(b), 0, None)))
+
+
+def _integer_ending(b: Builder, suffixes: list[str]) -> int:
+    """Integer parts (no leading zeros) whose last digits, zero-padded, are one of `suffixes`
+    (all of one length)."""
+    shorts = sorted({w.lstrip("0") or "0" for w in suffixes})
+    longer = b.seq(_digit(b, "1", "9"), b.rep(_digit(b), 0, None), _trie(b, sorted(suffixes)))
+    return b.alt(*(b.lit(x) for x in shorts), longer)
+
+
+def _fraction_digits(b: Builder, body: int) -> int:
+    """`.` then the significant fraction digits `body` (ending in a non-zero digit), then any
+    zeros."""
+    return b.seq(b.lit("."), body, b.rep(b.lit("0"), 0, None))

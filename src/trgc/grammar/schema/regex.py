@@ -25,7 +25,7 @@ from functools import lru_cache
 from trgc.errors import TrgcError
 from trgc.grammar.charclass import MAX_SCALAR, normalize, subtract
 from trgc.grammar.schema.nodes import Builder
-from trgc.grammar.schema.strings import canonical_char
+from trgc.grammar.schema.strings import canonical_char, string
 from trgc.limits import check_limit
 
 MAX_GROUP_DEPTH = 32
@@ -62,12 +62,14 @@ def _unicode_ranges(kind: str) -> tuple[tuple[int, int], ...]:
     return tuple(ranges)
 
 
-def _complement(kind: str) -> tuple[tuple[int, int], ...]:
-    if kind == "d":
-        return subtract(ALL, DIGIT + _unicode_ranges("d"))
-    if kind == "w":
-        return subtract(ALL, WORD + _unicode_ranges("w"))
-    return subtract(ALL, SPACE_ANY)
+def _positive(kind: str, wide: bool) -> tuple[tuple[int, int], ...]:
+    """`\\d`, `\\w` or `\\s`: the ASCII reading both engines share, or (wide) every
+    character either engine may count."""
+    if not wide:
+        return {"d": DIGIT, "w": WORD, "s": SPACE}[kind]
+    if kind == "s":
+        return SPACE_ANY
+    return normalize(list({"d": DIGIT, "w": WORD}[kind] + _unicode_ranges(kind)))
 
 
 # regex AST: ("chars", ranges) | ("seq", [items]) | ("alt", [items]) | ("rep", item, lo, hi)
@@ -75,10 +77,11 @@ def _complement(kind: str) -> tuple[tuple[int, int], ...]:
 
 
 class _Parser:
-    def __init__(self, text: str, repetition_limit: int) -> None:
+    def __init__(self, text: str, repetition_limit: int, wide: bool = False) -> None:
         self.text = text
         self.i = 0
         self.repetition_limit = repetition_limit
+        self.wide = wide
 
     def peek(self) -> str | None:
         return self.text[self.i] if self.i < len(self.text) else None
@@ -170,8 +173,8 @@ class _Parser:
             return ("alt", inner)
         if c == "[":
             return ("chars", self.char_class())
-        if c == ".":
-            return ("chars", subtract(ALL, LINE_TERMINATORS))
+        if c == ".":  # wide: Python's `.` only excludes the line feed
+            return ("chars", subtract(ALL, ((10, 10),) if self.wide else LINE_TERMINATORS))
         if c == "^":
             return ("bol",)
         if c == "$":
@@ -187,21 +190,20 @@ class _Parser:
                 raise _Unsupported("an unmatched ')'")
         return ("chars", ((ord(c), ord(c)),))
 
-    def escape(self, *, in_class: bool) -> tuple[tuple[int, int], ...]:
+    def escape(self, *, in_class: bool, negated: bool = False) -> tuple[tuple[int, int], ...]:
+        """One escape's characters; inside a negated class the reading flips, since the class
+        removes them (narrow removes the widest reading, wide the narrowest)."""
         if self.peek() is None:
             raise _Unsupported("a trailing backslash")
         c = self.take()
         simple = {"t": 9, "n": 10, "r": 13, "f": 12, "v": 11, "0": 0}
         if c in simple and not (c == "0" and (self.peek() or "").isdigit()):
             return ((simple[c], simple[c]),)
-        if c == "d":
-            return DIGIT
-        if c == "w":
-            return WORD
-        if c == "s":
-            return SPACE
+        wide = self.wide != negated
+        if c in "dws":
+            return _positive(c, wide)
         if c in "DWS":
-            return _complement(c.lower())
+            return subtract(ALL, _positive(c.lower(), not wide))
         if c == "x":
             digits = self.text[self.i : self.i + 2]
             if len(digits) == 2 and all(ch in "0123456789abcdefABCDEF" for ch in digits):
@@ -228,7 +230,6 @@ class _Parser:
         if negated:
             self.take()
         ranges: list[tuple[int, int]] = []
-        removed: list[tuple[int, int]] = []  # what a negation must also exclude (Unicode readings)
         first = True
         while True:
             c = self.peek()
@@ -238,10 +239,10 @@ class _Parser:
                 self.take()
                 break
             first = False
-            lo_set = self._class_atom(removed)
+            lo_set = self._class_atom(negated)
             if self.peek() == "-" and self.text[self.i + 1 : self.i + 2] not in ("]", ""):
                 self.take()
-                hi_set = self._class_atom(removed)
+                hi_set = self._class_atom(negated)
                 if (
                     len(lo_set) != 1
                     or len(hi_set) != 1
@@ -255,30 +256,24 @@ class _Parser:
             else:
                 ranges.extend(lo_set)
         if negated:
-            wide = {"d": DIGIT, "w": WORD, "s": SPACE_ANY}
-            for _, letter in removed:
-                key = chr(letter)
-                ranges.extend(wide[key] + (_unicode_ranges(key) if key in "dw" else ()))
             return subtract(ALL, ranges)
         return normalize(ranges)
 
-    def _class_atom(self, removed: list[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
+    def _class_atom(self, negated: bool) -> tuple[tuple[int, int], ...]:
         c = self.take()
         if c == "\\":
-            before = self.i
-            result = self.escape(in_class=True)
-            letter = self.text[before]
-            if letter in "dws":  # a negated class must also drop Python's Unicode reading
-                removed.append((-1, ord(letter)))
-            return result
+            return self.escape(in_class=True, negated=negated)
         if c == "[" and self.peek() in (":", "=", "."):
             raise _Unsupported("POSIX class syntax")
         return ((ord(c), ord(c)),)
 
 
-def parse_pattern(pattern: str, repetition_limit: int) -> tuple:
-    """The regex AST of a whole pattern, with its top-level anchors resolved (see module doc)."""
-    parser = _Parser(pattern, repetition_limit)
+def parse_pattern(pattern: str, repetition_limit: int, wide: bool = False) -> tuple:
+    """The regex AST of a whole pattern, with its top-level anchors resolved (see module doc).
+
+    `wide` reads the pattern as the *union* of the ECMA-262 and Python readings instead of their
+    intersection: what a complement (`not`, a key matching no pattern) must remove."""
+    parser = _Parser(pattern, repetition_limit, wide)
     alts = parser.alternatives(0)
     if parser.i != len(pattern):
         raise _Unsupported("an unmatched ')'")
@@ -297,6 +292,8 @@ def parse_pattern(pattern: str, repetition_limit: int) -> tuple:
             items.insert(0, ("any_string",))
         if not eol:
             items.append(("any_string",))
+        elif wide:  # Python's `$` also matches before a final line feed
+            items.append(("rep", ("chars", ((10, 10),)), 0, 1))
         anchored.append(("seq", items))
     return ("alt", anchored)
 
@@ -376,10 +373,16 @@ def pattern_string(
     repetition_limit: int,
     min_length: int = 0,
     max_length: int | None = None,
+    *,
+    wide: bool = False,
 ) -> int | None:
-    """A quoted string matching `pattern` (and the length bounds when they can be combined exactly)."""
+    """A quoted canonical string matching `pattern` and the length bounds.
+
+    A pattern that is one repeated class takes the bounds into its repetition; any other is
+    intersected with the strings of the allowed length (an automata product). `wide` reads the
+    pattern as the union of the engines' readings (`parse_pattern`)."""
     try:
-        tree = parse_pattern(pattern, repetition_limit)
+        tree = parse_pattern(pattern, repetition_limit, wide)
     except _Unsupported as exc:
         raise TrgcError(
             "E_UNSUPPORTED_KEYWORD",
@@ -409,11 +412,16 @@ def pattern_string(
             bounded = new_lo > 0 or new_hi is not None
             return b.seq(b.lit('"'), b.rep(unit, new_lo, new_hi, counted=bounded), b.lit('"'))
         if lo < min_length or (max_length is not None and (hi is None or hi > max_length)):
-            raise TrgcError(
-                "E_UNSUPPORTED_KEYWORD",
-                "minLength/maxLength together with this pattern cannot be combined exactly",
-                pointer=pointer,
-                details={"keyword": "pattern"},
+            body = emit(b, tree)
+            if body is None:
+                return None
+            check_limit("repetition", min_length, repetition_limit, "minLength")
+            if max_length is not None:
+                check_limit("repetition", max_length, repetition_limit, "maxLength")
+            return b.and_(
+                b.seq(b.lit('"'), body, b.lit('"')),
+                string(b, min_length, max_length),
+                origin=f"{pointer} (pattern with minLength/maxLength)",
             )
     body = emit(b, tree)
     if body is None:
@@ -438,3 +446,60 @@ def _single_class_repeat(tree: tuple) -> tuple[tuple[tuple[int, int], ...], int,
         if inner[0] == "seq" and len(inner[1]) == 1 and inner[1][0][0] == "chars":
             return inner[1][0][1], item[2], item[3]
     return None
+
+
+def matches(pattern: str, text: str, repetition_limit: int, *, wide: bool) -> bool:
+    """Whether `text` matches `pattern` in its narrow (both engines agree it matches) or wide
+    (some engine may say it matches) reading; used for member names known in advance."""
+    try:
+        tree = parse_pattern(pattern, repetition_limit, wide)
+    except _Unsupported as exc:
+        raise TrgcError(
+            "E_UNSUPPORTED_KEYWORD",
+            f"pattern {pattern!r} uses {exc} (outside the trj-1 regex subset)",
+            details={"keyword": "pattern"},
+        ) from None
+    return len(text) in _ends(tree, {0}, text)
+
+
+def _ends(node: tuple, starts: set[int], text: str) -> set[int]:
+    """The positions a match of `node` can end at, from any of `starts` (a set simulation)."""
+    kind = node[0]
+    n = len(text)
+    if kind == "chars":
+        ranges = node[1]
+        return {
+            i + 1
+            for i in starts
+            if i < n and any(lo <= ord(text[i]) <= hi for lo, hi in ranges)
+        }
+    if kind == "any_string":
+        return set(range(min(starts), n + 1)) if starts else set()
+    if kind == "seq":
+        current = starts
+        for item in node[1]:
+            current = _ends(item, current, text)
+            if not current:
+                break
+        return current
+    if kind == "alt":
+        out: set[int] = set()
+        for item in node[1]:
+            out |= _ends(item, starts, text)
+        return out
+    item, lo, hi = node[1], node[2], node[3]
+    result = set(starts) if lo == 0 else set()
+    current = set(starts)
+    seen: set[int] = set(current)
+    k = 0
+    while current and (hi is None or k < hi):
+        k += 1
+        current = _ends(item, current, text)
+        if k >= lo:
+            result |= current
+        if hi is None:
+            current = current - seen if k >= lo else current
+            seen |= current
+        if k > n + lo:
+            break
+    return result

@@ -102,6 +102,12 @@ def _canonical_unit(b: Builder) -> int:
     return node
 
 
+def canonical_string_any(b: Builder) -> int:
+    """Every quoted string in its canonical spelling (json.dumps, ensure_ascii=False): the
+    spelling discipline of a complement (`trgc.grammar.schema.combinators`)."""
+    return b.seq(b.lit('"'), b.rep(_canonical_unit(b), 0, None), b.lit('"'))
+
+
 def key_other_than(b: Builder, names: list[str]) -> int:
     """A canonical quoted member name that is none of `names`.
 
@@ -154,6 +160,13 @@ FORMAT_LENGTHS: dict[str, tuple[int, int | None]] = {
     "uri-reference": (11, None),
     "iri": (11, None),
     "iri-reference": (11, None),
+    "idn-email": (6, 209),
+    "idn-hostname": (4, 146),
+    "duration": (3, None),
+    "ipv6": (2, 45),
+    "json-pointer": (0, None),
+    "relative-json-pointer": (1, None),
+    "uri-template": (0, None),
 }
 
 
@@ -307,9 +320,14 @@ def uri(b: Builder) -> int:
 
 
 def formatted_string(b: Builder, fmt: str) -> int:
-    """A quoted string of the given format's shape (raw ASCII characters only)."""
-    if fmt in ("email", "hostname", "ipv4"):
-        body = {"email": email, "hostname": hostname, "ipv4": ipv4}[fmt](b)
+    """A quoted string of the given format's shape (`trgc.grammar.schema.formats` holds the
+    shapes added for the other 2020-12 formats)."""
+    from trgc.grammar.schema import formats
+
+    if fmt in formats.SHAPES:
+        body = formats.SHAPES[fmt](b)
+    elif fmt in ("email", "hostname", "ipv4", "idn-email", "idn-hostname"):
+        body = {"email": email, "hostname": hostname, "ipv4": ipv4}[fmt.removeprefix("idn-")](b)
     elif fmt in ("uri", "uri-reference", "iri", "iri-reference"):
         body = uri(b)
     elif fmt == "date":

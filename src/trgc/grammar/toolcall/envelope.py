@@ -56,7 +56,7 @@ def _lower_tool(
     try:
         return lower_schema(
             tool.parameters,
-            separators=separators,
+            whitespace=separators,
             open_objects=open_objects,
             max_depth=max_depth,
             limits=limits,

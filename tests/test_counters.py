@@ -284,7 +284,7 @@ def test_nesting_grows_the_artifact_linearly(make, deep):
 
 
 def test_deep_optional_objects_compile_within_the_nesting_limit_and_check():
-    artifact = compile_schema(_optional_objects(64))
+    artifact = compile_schema(_optional_objects(64), whitespace="compact")
     inner: object = 7
     for _ in range(64):
         inner = {"a": True, "b": inner}

@@ -74,11 +74,12 @@ def test_max_depth_other_than_the_artifacts(tmp_path, bound):
     assert "max_depth" in error.message
 
 
-@pytest.mark.parametrize("value", [0, "max"])
-def test_height_outside_one_to_max_depth(tmp_path, bound, value):
+@pytest.mark.parametrize("value", [-1, "max"])
+def test_height_outside_zero_to_max_depth(tmp_path, bound, value):
+    """Heights are in 0..max_depth: a frame of a repeat or shared machine costs no depth."""
     masks = bound[2]
     height = masks.height.copy()
-    height[0] = masks.max_depth + 1 if value == "max" else 0
+    height[0] = masks.max_depth + 1 if value == "max" else value
     error = refused_masks(tmp_path, frame(trm.to_bytes(dataclasses.replace(masks, height=height))))
     assert "height" in error.message
 

@@ -216,6 +216,13 @@ class FrameMasks:
         self.require_key(binding.file_key)
         n_nodes = binding.node_byte.shape[0]
         n = self.n_entries
+        if self.max_depth != binding.tables.max_depth:
+            raise TrgcError(
+                "E_CACHE_MISMATCH",
+                f"mask cache was built for max_depth {self.max_depth:,}, the artifact's is "
+                f"{binding.tables.max_depth:,}",
+                hint="rebuild it with `trgc masks precompute` for this artifact and tokenizer",
+            )
         if (
             self.entry_key.shape != (n, 3)
             or self.height.shape != (n,)

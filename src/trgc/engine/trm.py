@@ -152,6 +152,9 @@ def from_bytes(data: bytes, *, source: str | None = None) -> FrameMasks:
         raise _refuse("header names (artifact, tokenizer, ...) are not strings", source)
     names = ("vocab_size", "max_depth", "longest", "n_states", "n_entries", "n_roots", "n_masks")
     counts = [header[k] for k in (*names, "n_words")]
+    max_depth = header["max_depth"]
+    if type(max_depth) is not int or not 1 <= max_depth < 1 << 31:
+        raise _refuse(f"max_depth {_shown(max_depth)} is not an integer in [1, 2**31)", source)
     if not all(type(c) is int and 0 <= c < 1 << 31 for c in counts):
         raise _refuse("header sizes are not integers in [0, 2**31)", source)
     vocab_size, max_depth, longest, n_states, n_entries, n_roots, n_masks, n_words = counts
@@ -194,7 +197,6 @@ def from_bytes(data: bytes, *, source: str | None = None) -> FrameMasks:
         or open_start[-1] != n_roots
         or (np.diff(open_start) < 0).any()
         or (n_roots and open_roots.min() < 1)
-        or table[0].any()
     ):
         raise _refuse("an index points outside its table", source)
     if n_entries and (height.min() < 0 or height.max() > max_depth):

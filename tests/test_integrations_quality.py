@@ -31,10 +31,12 @@ TABLE = make_table(
     metadata={"family": "synthetic"},
 )
 
+# JSON written as json.dumps and chat models write it: ", " and ": " (the schemas' default
+# whitespace, pretty)
 REPLIES = {
-    "fenced person": '```json\n{"name":"Ada Lovelace","born":1815,"occupation":"writer"}\n```',
-    "clean person": '{"name":"Ada Lovelace","born":1815,"occupation":"writer"}',
-    "answer": '{"answer":400}',
+    "fenced person": '```json\n{"name": "Ada Lovelace", "born": 1815, "occupation": "writer"}\n```',
+    "clean person": '{"name": "Ada Lovelace", "born": 1815, "occupation": "writer"}',
+    "answer": '{"answer": 400}',
     "expression": "17 * 23",
     "capital": "Paris is the capital of France.",
 }

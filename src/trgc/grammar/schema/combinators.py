@@ -281,12 +281,7 @@ class Combinators:
         return "type" in p or any(k in family for k in p)
 
     def _provably_disjoint(self, p: View, key: str) -> bool:
-        views = [view for view, _ in self._branch_views(p, key)]
-        return all(
-            self._disjoint(views[i], views[j])
-            for i in range(len(views))
-            for j in range(i + 1, len(views))
-        )
+        return self._overlapping_pair(self._branch_views(p, key), p[key][1]) is None
 
     def _alternatives(
         self, alternatives: list[tuple[View, list[Entry]]], pointer: str, depth: int

@@ -1083,17 +1083,26 @@ class Lowering(Combinators, ArrayKeywords):
         return False
 
     def _check_disjoint(self, views: list[tuple[View, str]], pointer: str) -> None:
+        pair = self._overlapping_pair(views, pointer)
+        if pair is not None:
+            raise self._overlap(views[pair[0]][1], views[pair[1]][1], pointer)
+
+    def _overlapping_pair(
+        self, views: list[tuple[View, str]], pointer: str
+    ) -> tuple[int, int] | None:
+        """The first two oneOf branches not proved disjoint, or None when all are. Finite value
+        sets are decided in one pass; otherwise the n(n-1)/2 pairwise proofs are charged to
+        the operations limit before any is tried."""
         values = [self._values(v) for v, _ in views]
         if all(found is not None for found in values):
-            # every branch is a finite set of values: disjoint exactly when no value repeats,
-            # which one pass over the values decides (no pairwise comparison)
+            # every branch is a finite set of values: disjoint exactly when no value repeats
             owner: dict[str, int] = {}
             for i, found in enumerate(values):
                 for key in sorted(found):
                     j = owner.setdefault(key, i)
                     if j != i:
-                        raise self._overlap(views[j][1], views[i][1], pointer)
-            return
+                        return j, i
+            return None
         pairs = len(views) * (len(views) - 1) // 2
         check_limit(
             "operations",
@@ -1104,7 +1113,8 @@ class Lowering(Combinators, ArrayKeywords):
         for i in range(len(views)):
             for j in range(i + 1, len(views)):
                 if not self._disjoint(views[i][0], views[j][0]):
-                    raise self._overlap(views[i][1], views[j][1], pointer)
+                    return i, j
+        return None
 
     @staticmethod
     def _overlap(first: str, second: str, pointer: str) -> TrgcError:

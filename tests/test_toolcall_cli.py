@@ -128,7 +128,7 @@ def test_check_refuses_other_artifacts():
 
 def test_unconstrained_arguments_on_the_command_line(tmp_path):
     tools = tmp_path / "tools.json"
-    schema = {"type": "object", "patternProperties": {"^x": {"type": "string"}}}
+    schema = {"type": "object", "properties": {"x": {"$dynamicRef": "#m"}}}
     tools.write_text(json.dumps([{"name": "now"}, {"name": "odd", "parameters": schema}]))
     refused = run(str(tools), "--family", "qwen", "--json")
     assert refused.exit_code == 2

@@ -83,23 +83,27 @@ class Binding:
         """`key` plus the trie identity: what a `.trm` cache file must match."""
         return (*self.key, self.trie_id())
 
-    def slices(self, cache=None):
+    def slices(self):
         """The `trgc.engine.slices.SliceTables` of this binding (built on first use).
 
-        The tokenizer-level part (`RawSlices`) is looked up in, and added to, `cache` (a
-        `MaskCache`) under the tokenizer identity, so bindings of many artifacts to one
-        tokenizer build it once."""
+        Which tokens spell a slice depends on the tokenizer alone (`RawSlices`, kept in its
+        `VocabTables`), and so do the specialised tables of every binding whose grammar names
+        no special token spelled with bytes: those share one `SliceTables` per tokenizer."""
         tables = self._lazy.get("slices")
         if tables is None:
             from trgc.engine.slices import build_raw, specialise
 
-            key = ("engine.slices", self.key[1])
-            raw = cache.get(key) if cache is not None else None
+            shared = self.vocab._lazy
+            raw = shared.get("slices.raw")
             if raw is None:
-                raw = build_raw(self)
-                if cache is not None:
-                    cache.put(key, raw, raw.nbytes)
-            tables = self._lazy["slices"] = specialise(raw, self.byte_token)
+                raw = shared.setdefault("slices.raw", build_raw(self.vocab))
+            if self.byte_token is self.vocab.byte_base:
+                tables = shared.get("slices.base")
+                if tables is None:
+                    tables = shared.setdefault("slices.base", specialise(raw, self.byte_token))
+            else:
+                tables = specialise(raw, self.byte_token)
+            self._lazy["slices"] = tables
         return tables
 
     def token_bytes(self, token_id: int) -> bytes:

@@ -208,12 +208,21 @@ def _walk(params, orig, roots, gnext, calls, info, byte_class, node_byte, node_d
             top = lv[d - 1, TOP]
             g = top & LOW32
             action = gnext[g, sym]
-            if action >= 0 and d > 1:  # the hot path: a shift of the top frame
+            new = -1  # the new top when the byte is a shift, or a restart then a shift
+            if d > 1:
+                if action >= 0:  # the hot path: a shift of the top frame
+                    new = action + (top - g)
+                elif action == -1 and info[IS_REPEAT, g] and info[ACCEPTING, g]:
+                    left = (top >> 32) & 0xFFFF  # the next iteration of a counted repetition
+                    after = gnext[info[REP_START, g], sym]
+                    if left > 0 and after >= 0:
+                        needed = top >> 48
+                        new = after | ((left - 1) << 32) | (max(needed - 1, 0) << 48)
+            if new >= 0:
                 # the parent level was stepped OK, so its `keep` is below its top and the frames
                 # under the top are viable: only the new top's completion needs checking
-                new = action + (top - g)
                 dep = lv[d - 1, DEP]
-                v = dep + info[np.int64(new >= NEEDED_ONE), action]
+                v = dep + info[np.int64(new >= NEEDED_ONE), new & LOW32]
                 if v > max_depth:
                     i = subtree_end[i]
                     continue
@@ -276,8 +285,19 @@ def _whole_trie() -> np.ndarray:
     return out
 
 
+def _frozen(array: np.ndarray) -> np.ndarray:
+    """A read-only view: numba compiles one specialisation per array type and read-only is
+    part of the type, so every array the kernel only reads is passed read-only, always."""
+    if not array.flags.writeable:
+        return array
+    out = array.view()
+    out.flags.writeable = False
+    return out
+
+
 class KernelTables:
-    """The binding's tables in the form the kernel reads (built once per binding, shared)."""
+    """The binding's tables in the form the kernel reads (built once per binding, shared):
+    read-only views, so that the kernel compiles once whatever the arrays' origin."""
 
     def __init__(self, binding: Binding) -> None:
         t = binding.tables
@@ -286,17 +306,18 @@ class KernelTables:
         calls[:, :2] = t.calls
         calls[:, 2] = np.minimum(t.call_entry[:, 0], longest)  # counters clipped on push
         calls[:, 3] = np.minimum(t.call_entry[:, 1], longest + 1)
-        self.calls = calls
-        self.info = np.stack(
-            [
-                t.need,
-                t.need_more,
-                t.cost,
-                t.is_repeat.astype(np.int64),
-                t.rep_start,
-                t.accepting.astype(np.int64),
-            ]  # fmt: skip
+        info = np.stack(
+            [t.need, t.need_more, t.cost, t.is_repeat.astype(np.int64), t.rep_start,
+             t.accepting.astype(np.int64)]  # fmt: skip
         ).astype(np.int64)
+        self.arrays = tuple(
+            _frozen(np.ascontiguousarray(a))
+            for a in (t.next, calls, info, t.byte_class, binding.node_byte, binding.node_depth,
+                      binding.subtree_end, binding.parent, binding.node_tok, binding.token_start,
+                      binding.token_ids, binding.byte_token)  # fmt: skip
+        )
+        self.calls, self.info = self.arrays[1], self.arrays[2]
+        self.byte_token = self.arrays[-1]
         self.stride = int(t.max_steps) + 1  # cells one step can write
         self.max_frames = int(t.max_frames)
         self.max_depth = int(t.max_depth)
@@ -366,12 +387,9 @@ def run_walk(
     io[:] = (0, -1, 0, 0)
     walk, general = _jitted()
     args = (
-        params, scratch.orig, roots, binding.tables.next, kt.calls, kt.info,
-        binding.tables.byte_class, binding.node_byte, binding.node_depth, binding.subtree_end,
-        binding.parent, binding.node_tok, binding.token_start, binding.token_ids,
-        binding.byte_token, binding.byte_token if skip is None else skip, scratch.lv,
-        scratch.cells, scratch.path, scratch.ok_below, out_words, scratch.open_roots, io,
-        general,
+        params, scratch.orig, _frozen(roots), *kt.arrays,
+        kt.byte_token if skip is None else _frozen(skip), scratch.lv, scratch.cells,
+        scratch.path, scratch.ok_below, out_words, scratch.open_roots, io, general,
     )  # fmt: skip
     while not walk(*args):
         cancellation_checkpoint()

@@ -63,18 +63,18 @@ class FrameEntry:
         return int(self.accept.nbytes + self.open_roots.nbytes)
 
 
-def frame_entry(binding: Binding, key: int, scratch: Scratch, cache=None) -> FrameEntry:
+def frame_entry(binding: Binding, key: int, scratch: Scratch) -> FrameEntry:
     """The `FrameEntry` of a top frame with frame key `key` (`trgc.engine.config.frame_key`
-    with the binding's longest token): one frame-mode trie walk,
-    skipping the subtrees of the first slice the frame accepts wholesale (`trgc.engine.slices`;
-    their tokenizer-level tables are shared through `cache`, a `MaskCache`, when given)."""
+    with the binding's longest token): one frame-mode trie walk, skipping the subtrees of the
+    first slice the frame accepts wholesale (`trgc.engine.slices`; their tables are built once
+    per tokenizer)."""
     g = key & STATE_MASK
     frame_mode = bool(binding.tables.has_caller[g])
     slice_height = int(binding.tables.cost[g])
     for k, piece in enumerate(default_slices()):
         safe = is_safe(binding.tables, key, piece, binding.trie_depth)
         if safe is not None:
-            tables = binding.slices(cache)  # built on the first safe state only
+            tables = binding.slices()  # built on the first safe state only
             _, words, skip = tables.get(k)
             accept = words.copy()
             slice_height = safe

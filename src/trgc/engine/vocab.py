@@ -2,9 +2,10 @@
 
 Binding an artifact to a tokenizer must not cost a pass over the vocabulary per artifact (time
 to first mask, docs/mask-engine.md section 5): everything here depends on the token table only,
-so it is built on the first binding and reused by every later one over the same table object
-(`vocab_tables`, memoised on the table, thread-safe). A binding then only patches in the few
-ids its grammar names as special symbols.
+so it is built on the first binding and reused by every later one over a table with the same
+identity (`vocab_tables`: memoised by the table's SHA-256 for as long as a binding holds it,
+thread-safe; equal identities mean equal contents, hence equal tables and trie). A binding then
+only patches in the few ids its grammar names as special symbols.
 
 * `has_bytes`: normal or byte-fallback tokens with at least one byte (the trie's tokens);
 * `byte_base`: `has_bytes` minus the EOS ids, the tokens matched by bytes when the grammar
@@ -27,7 +28,7 @@ import numpy as np
 
 KIND_NORMAL, KIND_BYTE = 0, 1
 
-_memo: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_memo: weakref.WeakValueDictionary = weakref.WeakValueDictionary()  # sha256 -> VocabTables
 _lock = threading.Lock()
 
 
@@ -129,11 +130,12 @@ def _build(tokenizer) -> VocabTables:
 
 
 def vocab_tables(tokenizer) -> VocabTables:
-    """The `VocabTables` of a `TokenTable` (built on first use, then memoised on the table)."""
+    """The `VocabTables` of a `TokenTable` (built on first use, then shared by identity)."""
+    identity = str(tokenizer.sha256)
     with _lock:
-        found = _memo.get(tokenizer)
+        found = _memo.get(identity)
     if found is None:
         built = _build(tokenizer)
         with _lock:
-            found = _memo.setdefault(tokenizer, built)
+            found = _memo.setdefault(identity, built)
     return found

@@ -174,7 +174,7 @@ TAIL_STEPS = (b'{"id":12,"name":"ab', b'{"id":12,"name":"ab"', b'{"id":12', b"{"
 
 
 def test_disk_entries_are_read_by_another_matcher_and_refused_when_corrupted(tmp_path):
-    tok = llama3()
+    tok = synthetic()
     art = compiled(SHARED_TAIL[0])
     disk = DiskCache(tmp_path / "cache")
     first = run_masks(art, tok, disk, TAIL_STEPS)

@@ -171,3 +171,18 @@ def publish(
     cache.put(memory_key(binding, key, rid), entry, entry.nbytes)
     if disk is not None:
         disk.put_later(disk_key(binding, key, rid), lambda: encode(entry))
+
+
+def entry_for(
+    binding: Binding, key: int, scratch, cache: MaskCache, disk: DiskCache | None
+) -> tuple[FrameEntry, str]:
+    """(the `FrameEntry` of frame key `key`, where it came from: "cache", "disk" or "walk"):
+    looked up by residual, else walked now (`precompute.frame_entry`) and published."""
+    from trgc.engine.precompute import frame_entry
+
+    entry, rid, found = lookup(binding, key, cache, disk)
+    if entry is not None:
+        return entry, found
+    entry = frame_entry(binding, key, scratch)
+    publish(binding, key, rid, entry, cache, disk)
+    return entry, "walk"

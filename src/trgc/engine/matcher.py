@@ -40,10 +40,10 @@ from trgc.engine.config import (
     step_bytes,
 )
 from trgc.engine.diskcache import DiskCache
-from trgc.engine.framecache import lookup, publish
+from trgc.engine.framecache import entry_for
 from trgc.engine.inputs import as_artifact, as_token_table
 from trgc.engine.kernel import Scratch, add_symbol_tokens, mask_words
-from trgc.engine.precompute import FrameEntry, FrameMasks, combine, frame_entry
+from trgc.engine.precompute import FrameEntry, FrameMasks, combine
 from trgc.errors import TrgcError
 
 FORCED_BYTES_LIMIT = 4096
@@ -144,13 +144,9 @@ class Matcher:
             entry = self._precomputed.entry_of(key)
             if entry is not None:
                 return entry
-        entry, rid, found = lookup(self._binding, key, self._cache, self._disk)
-        if entry is None:
-            entry = frame_entry(self._binding, key, self._scratch)
-            publish(self._binding, key, rid, entry, self._cache, self._disk)
-            self.last_source = "walk"
-        elif found == "disk":
-            self.last_source = "disk"
+        entry, found = entry_for(self._binding, key, self._scratch, self._cache, self._disk)
+        if found != "cache":
+            self.last_source = found
         return entry
 
     def _words(self) -> np.ndarray:

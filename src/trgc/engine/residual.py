@@ -172,9 +172,9 @@ def _describe(g, longest, n_classes, gnext, calls, info, class_order, byte_posit
     # 4. merge classes whose columns agree on every state (hash, then compare)
     for j in range(n_classes):
         group[j] = -1
-        h = np.uint64(14695981039346656037)
+        h = 0  # a polynomial hash kept below 2**31: no overflow, compiled or not
         for q in range(m):
-            h = (h ^ np.uint64(rows[q, j] + 3)) * np.uint64(1099511628211)
+            h = (h * 31 + rows[q, j] + 3) % 2147483647
         col_hash[j] = h
     n_groups = 0
     for j in range(n_classes):
@@ -264,7 +264,7 @@ class ResidualTables:
         self.rows = np.empty((n_global, max(n_classes, 1)), dtype=np.int64)
         self.call_of = np.full(max(n_calls, 1), -1, dtype=np.int64)
         self.group = np.empty(max(n_classes, 1), dtype=np.int64)
-        self.col_hash = np.empty(max(n_classes, 1), dtype=np.uint64)
+        self.col_hash = np.empty(max(n_classes, 1), dtype=np.int64)
         self.desc = np.empty(HEADER + 7 * n_global + 3 * n_global * n_classes + 4 * n_calls,
                              dtype=np.int64)  # fmt: skip
         self.byte_map = np.empty(256, dtype=np.uint8)

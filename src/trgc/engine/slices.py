@@ -214,11 +214,11 @@ def _search(gnext, byte_class, accepting, is_repeat, rep_start, cost, need, dfa,
             state = rest % n_states
             any_restart = False
             for b in range(256):
-                nss = dfa[ss, b]
+                nss = np.int64(dfa[ss, b])
                 if nss < 0:
                     continue
                 sym = byte_class[b]
-                a = gnext[state, sym]
+                a = np.int64(gnext[state, sym])
                 restarted = 0
                 if a < 0:
                     if not (is_repeat[state] and accepting[state]):
@@ -226,7 +226,7 @@ def _search(gnext, byte_class, accepting, is_repeat, rep_start, cost, need, dfa,
                     if a == -1:
                         restarted = 1
                         any_restart = True
-                        a = gnext[rep_start[state], sym]
+                        a = np.int64(gnext[rep_start[state], sym])
                     if a < 0:
                         return FAIL
                 height = max(height, cost[g] + need[a])
@@ -260,11 +260,11 @@ def _search(gnext, byte_class, accepting, is_repeat, rep_start, cost, need, dfa,
             state = rest % n_states
             any_restart = False
             for b in range(256):
-                nss = dfa[ss, b]
+                nss = np.int64(dfa[ss, b])
                 if nss < 0:
                     continue
                 sym = byte_class[b]
-                a = gnext[state, sym]
+                a = np.int64(gnext[state, sym])
                 restarted = 0
                 if a < 0:
                     if not (is_repeat[state] and accepting[state]):
@@ -272,7 +272,7 @@ def _search(gnext, byte_class, accepting, is_repeat, rep_start, cost, need, dfa,
                     if a == -1:
                         restarted = 1
                         any_restart = True
-                        a = gnext[rep_start[state], sym]
+                        a = np.int64(gnext[rep_start[state], sym])
                     if a < 0:
                         return FAIL
                 height = max(height, cost[g] + need[a])

@@ -45,3 +45,16 @@ def pytest_make_collect_report(collector):
 
 def pytest_report_header(config) -> str:
     return f"{REQUIRE_ALL}={'1: skips fail' if _require_all() else 'unset: skips allowed'}"
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_cache_dir(tmp_path_factory):
+    """Point `TRGC_CACHE_DIR` at a directory of this test session (subprocesses inherit it), so
+    that no test reads or writes the user's persistent mask cache."""
+    previous = os.environ.get("TRGC_CACHE_DIR")
+    os.environ["TRGC_CACHE_DIR"] = str(tmp_path_factory.mktemp("trgc-cache"))
+    yield
+    if previous is None:
+        os.environ.pop("TRGC_CACHE_DIR", None)
+    else:
+        os.environ["TRGC_CACHE_DIR"] = previous

@@ -97,6 +97,7 @@ def test_kernels_as_plain_python():
             "tests/test_engine_matcher.py",
             "tests/test_engine_cache.py",
             "tests/test_engine_slices.py",
+            "tests/test_engine_residual.py",
             "-k",
             "not llama3",  # a 128k vocabulary walked in plain Python is too slow for the suite
         ],

@@ -21,6 +21,18 @@ PIECES = [
 ]  # fmt: skip
 
 
+COUNTED_STRINGS = {
+    "type": "object",
+    "properties": {
+        "a": {"type": "string", "minLength": 1},
+        "b": {"type": "string", "maxLength": 20},
+        "c": {"type": "string", "minLength": 3, "maxLength": 200},
+        "d": {"type": "array", "items": {"type": "string", "minLength": 2}, "maxItems": 3},
+    },
+    "required": ["a", "b"],
+}
+
+
 @functools.cache
 def json_artifact():
     return trgc.compile_grammar((ROOT / "grammars" / "json.trg").read_text(encoding="utf-8"))
@@ -102,16 +114,18 @@ def _utf8_lower():
 @pytest.mark.parametrize(
     "vocab", ["tokenizers/llama3/tokenizer.json.zst", "tokenizers/synthetic/json-bytelevel"]
 )
-@pytest.mark.parametrize("grammar", ["json", "csv", "sexpr", "toolcall", "counted"])
+@pytest.mark.parametrize("grammar", ["json", "csv", "sexpr", "toolcall", "counted", "schema"])
 def test_frame_entries_with_slices_equal_plain_walks(vocab, grammar):
     if grammar == "counted":  # JSON strings of 2..24 characters, separated by ","
         source = (
             '%trg 1\n%start s\ns ::= str ("," str)* ;\n'
             'str ::= "\\"" ( [^"\\\\\\x00-\\x1F] | "\\\\" ["\\\\/bfnrt] ){2,24} "\\"" ;\n'
         )
+        art = trgc.compile_grammar(source)
+    elif grammar == "schema":  # string bodies compiled as repeat machines the frame calls
+        art = trgc.compile_schema(COUNTED_STRINGS)
     else:
-        source = (ROOT / "grammars" / f"{grammar}.trg").read_text(encoding="utf-8")
-    art = trgc.compile_grammar(source)
+        art = trgc.compile_grammar((ROOT / "grammars" / f"{grammar}.trg").read_text(encoding="utf-8"))
     tok = trgc.load_tokenizer(ROOT / vocab)
     try:
         b = bind(art, tok)
@@ -119,9 +133,12 @@ def test_frame_entries_with_slices_equal_plain_walks(vocab, grammar):
         assert err.code == "E_SPECIAL_TOKEN_MISSING"
         return
     scratch = Scratch(b)
-    used = 0
+    used = through_call = 0
+    letter = int(b.tables.byte_class[ord("a")])
     for key in reachable_keys(b.tables, b.trie_depth):
         g = key & STATE_MASK
+        safe = [is_safe(b.tables, key, s, b.trie_depth) is not None for s in default_slices()]
+        through_call += any(safe) and b.tables.next[g, letter] <= -2  # the frame calls the body
         entry = frame_entry(b, key, scratch)
         plain = np.zeros(b.n_words, dtype=np.uint32)
         mode = bool(b.tables.has_caller[g])
@@ -129,22 +146,25 @@ def test_frame_entries_with_slices_equal_plain_walks(vocab, grammar):
         assert (entry.accept == plain).all(), key
         # a slice's height covers every string of the slice, so it may exceed the walk's
         assert (entry.open_roots == roots).all() and entry.height >= height, key
-        used += any(is_safe(b.tables, key, s, b.trie_depth) is not None for s in default_slices())
+        used += any(safe)
     assert used > 0
+    assert through_call > 0 or grammar != "schema"
 
 
-def test_tokenizer_level_slice_tables_are_shared_through_the_cache():
-    from trgc.engine.cache import MaskCache
+def test_tokenizer_level_slice_tables_are_shared_per_tokenizer():
+    """Which tokens spell a slice is computed once per token table: two artifacts over one
+    tokenizer share it, and share the specialised tables too unless a grammar names a special
+    token the table spells with bytes (toolcall's `<tool_call>` on this tokenizer)."""
     from trgc.engine.matcher import Matcher
 
     tok = trgc.load_tokenizer(ROOT / "tokenizers/synthetic/json-bytelevel")
-    cache = MaskCache()
     first, second = (
         json_artifact(),
         trgc.compile_grammar((ROOT / "grammars" / "toolcall.trg").read_text(encoding="utf-8")),
     )
+    third = trgc.compile_grammar((ROOT / "grammars" / "csv.trg").read_text(encoding="utf-8"))
     for art in (first, second):
-        m = Matcher(art, tok, cache=cache)
+        m = Matcher(art, tok)
         m._history = [step_bytes(m._binding.tables, START, b'{"a' if art is first else b"")]
         if art is second:
             m.advance(tok.added_tokens["<tool_call>"])
@@ -152,9 +172,9 @@ def test_tokenizer_level_slice_tables_are_shared_through_the_cache():
                 step_bytes(m._binding.tables, m.config, b'{"name": "f", "arguments": {"k": "v')
             ]
         m.allowed_tokens()
-    raw = cache.get(("engine.slices", tok.sha256))
-    assert raw is not None
-    b1, b2 = bind(first, tok), bind(second, tok)
+    b1, b2, b3 = bind(first, tok), bind(second, tok), bind(third, tok)
+    assert b1.slices().raw is b2.slices().raw is b3.slices().raw
+    assert b1.slices() is b3.slices()  # neither names a special token: one specialisation
     assert b1.slices().get(0)[0] is not b2.slices().get(0)[0]
     # the named <tool_call> keeps its bytes in the table but is never a member for toolcall
     tool = tok.added_tokens["<tool_call>"]

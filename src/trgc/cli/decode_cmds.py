@@ -12,7 +12,10 @@ from typing import Annotated
 import typer
 
 from trgc.cli.common import (
+    CacheDirOption,
     JsonOption,
+    NoCacheOption,
+    open_disk_cache,
     print_json,
     print_table,
     refuse_overwriting_inputs,
@@ -215,17 +218,22 @@ def generate_command(
             help="Write a trace (JSONL) here, and its logits sidecar beside it as FILE.logits.zst.",
         ),
     ] = None,
+    cache_dir: CacheDirOption = None,
+    no_cache: NoCacheOption = False,
     as_json: JsonOption = False,
 ) -> None:
     """Generate under a compiled constraint with the normative sampler, streaming only complete
     UTF-8 scalars to stdout. Logits come from a stand-in (--logits) or a real model (--model
     with --prompt); with a model the trace records the model's verified token table and the
-    sidecar its logits, so trgc replay needs neither the model nor torch. The run ends with a
+    sidecar its logits, so trgc replay needs neither the model nor torch. Per-state mask
+    entries are read from, and added to, the persistent mask cache (--cache-dir, --no-cache),
+    shared with every artifact whose states have the same residual. The run ends with a
     claim that says exactly what is guaranteed (e.g. "JSON complete and profile-valid",
     "generation cancelled with partial raw output"), printed on stderr and in --json. Exit
     status: 0 completed; 4 stopped at --max-tokens (the output is incomplete); 130 cancelled
-    (Ctrl-C stops at the next step boundary: the trace gets a cancellation record with the raw
-    partial bytes, the configuration and completed false; nothing is ever closed or repaired);
+    (Ctrl-C is acknowledged within milliseconds, inside a long mask computation too: the trace
+    gets a cancellation record with the raw partial bytes, the configuration and completed
+    false; nothing is ever closed or repaired);
     2 a failure stop (constraint_empty_set, sampling_failure, logit_positive_infinity), reported
     with its error code, the artifact and tokenizer identities and the configuration after the
     trace is written (with --json that error is the only document, its details.result holding
@@ -274,6 +282,7 @@ def generate_command(
     interrupted = threading.Event()
     progress = _Progress(as_json, max_tokens)
     run = {
+        "disk_cache": open_disk_cache(cache_dir, no_cache),
         "settings": settings,
         "seed": seed,
         "max_tokens": max_tokens,

@@ -2,9 +2,12 @@
 
 The loop is: observe the constraint, take the step's logits from the source, sample, commit,
 record. It stops on the sampler's stop reasons, after `max_tokens` steps (`max_tokens`), or
-when cancelled (`cancelled`): a `KeyboardInterrupt` raised by the logits source or the
-`cancelled()` poll between steps. Cancellation keeps every committed step, records the raw
-partial bytes and the configuration with `completed: false`, and never closes anything.
+when cancelled (`cancelled`): a `KeyboardInterrupt` raised by the logits source, the
+`cancelled()` poll between steps, or the mask engine's `cancellation_checkpoint()` inside a
+long mask computation (the run is a `trgc.engine.cancel.cancellable(cancelled)` scope, so a
+cancel request is acknowledged within a kernel chunk, not after the step). Cancellation keeps
+every committed step, records the raw partial bytes and the configuration with
+`completed: false`, and never closes anything; a mask cut short is dropped, never cached.
 
 Trace and sidecar are written to temporary files and renamed into place when the run ends
 (normally, by a stop reason, or cancelled); on any other error nothing is left behind, and the
@@ -41,6 +44,7 @@ from trgc.decode.step import (
     step_record,
 )
 from trgc.decode.trace import PROTOCOL, TIMING_FIELDS, Trace, write_trace
+from trgc.engine.cancel import cancellable
 from trgc.errors import TrgcError
 from trgc.tools.registry import tool_identities
 
@@ -240,7 +244,8 @@ def decode(
             try:
                 if cancelled is not None and cancelled():
                     raise KeyboardInterrupt
-                obs = observe(constraint)
+                with cancellable(cancelled):  # checkpoints inside the mask computation
+                    obs = observe(constraint)
                 raw = np.asarray(source(index, list(state.tokens)), dtype=np.float64)
                 if raw.shape != (vocab.vocab_size,):
                     raise TrgcError(

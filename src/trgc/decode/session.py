@@ -24,6 +24,7 @@ from trgc.decode.replay import ReplayReport, replay
 from trgc.decode.sampler import SamplerSettings
 from trgc.decode.trace import Trace, read_trace
 from trgc.engine.binding import compiler_version
+from trgc.engine.diskcache import DiskCache
 from trgc.engine.matcher import Matcher
 from trgc.errors import TrgcError
 from trgc.tokenizer.load import load_tokenizer
@@ -55,10 +56,11 @@ class Inputs:
             kind=artifact_kind(self.artifact.metadata),
         )
 
-    def matcher(self) -> Matcher:
-        """A fresh matcher over the inputs; its construction is the `bind_us` timing."""
+    def matcher(self, disk_cache: DiskCache | None = None) -> Matcher:
+        """A fresh matcher over the inputs (reading and filling `disk_cache` when given); its
+        construction is the `bind_us` timing."""
         start = time.perf_counter_ns()
-        matcher = Matcher(self.artifact, self.tokenizer)
+        matcher = Matcher(self.artifact, self.tokenizer, disk_cache=disk_cache)
         self.timings["bind_us"] = elapsed_us(start)
         return matcher
 
@@ -90,11 +92,13 @@ def generate_file(
     on_bytes: Callable[[bytes], None] | None = None,
     on_step: Callable[[int], None] | None = None,
     cancelled: Callable[[], bool] | None = None,
+    disk_cache: DiskCache | None = None,
 ) -> DecodeResult:
-    """`trgc generate`: decode under the artifact with logits from `random:SEED` or `npy:FILE`."""
+    """`trgc generate`: decode under the artifact with logits from `random:SEED` or `npy:FILE`,
+    with frame entries read from and published to `disk_cache` when given."""
     inputs = open_inputs(artifact_path, tokenizer_path)
     source = parse_logits_spec(logits, inputs.tokenizer.vocab_size)
-    matcher = inputs.matcher()
+    matcher = inputs.matcher(disk_cache)
     return decode(
         matcher,
         inputs.tokenizer,

@@ -66,10 +66,10 @@ class Observation:
 
 
 def cache_hit(constraint: Constraint) -> bool | None:
-    """Whether the last mask came from a cache: `last_source` ("cache" or "frame" = hit,
+    """Whether the last mask came from a cache: `last_source` ("cache", "frame" or "disk" = hit,
     "walk" = miss) as `trgc.Matcher` reports it, or a boolean `last_cache_hit`; else None."""
     source = getattr(constraint, "last_source", None)
-    if source in ("cache", "frame"):
+    if source in ("cache", "frame", "disk"):
         return True
     if source == "walk":
         return False

@@ -15,17 +15,16 @@ Special-token policy (`SPECIAL_POLICY`, part of every cache key):
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from trgc.artifact.model import Artifact
 from trgc.engine.config import Tables, check_longest, flatten
+from trgc.engine.vocab import VocabTables, vocab_tables
 from trgc.errors import TrgcError
 
 SPECIAL_POLICY = "trgc-specials-1"
-KIND_NORMAL, KIND_BYTE, KIND_SPECIAL, KIND_UNUSED = 0, 1, 2, 3
 
 
 def compiler_version(artifact: Artifact) -> str:
@@ -42,9 +41,14 @@ def compiler_version(artifact: Artifact) -> str:
 
 @dataclass(frozen=True, eq=False)
 class Binding:
-    """An artifact bound to a token table (immutable; shared by every matcher over the pair)."""
+    """An artifact bound to a token table (immutable; shared by every matcher over the pair).
+
+    The token-table arrays are the tokenizer's `VocabTables` (shared by every binding over the
+    table); only `byte_token` and `node_tok` are the binding's own, and only when its grammar
+    names a special token that the table spells with bytes."""
 
     tables: Tables
+    vocab: VocabTables
     vocab_size: int
     offsets: np.ndarray  # int64[V + 1]: token bytes in `data`
     data: np.ndarray  # uint8
@@ -59,6 +63,7 @@ class Binding:
     parent: np.ndarray
     token_start: np.ndarray
     token_ids: np.ndarray
+    node_tok: np.ndarray  # int32[n_nodes]: the one byte token at a node, -1 none, -2 several
     trie_depth: int  # deepest trie node (longest token in bytes)
     key: tuple[str, str, str, str]  # (artifact, tokenizer, compiler version, special policy)
     _lazy: dict = field(default_factory=dict, repr=False)  # derived tables built on first use
@@ -68,64 +73,41 @@ class Binding:
         return (self.vocab_size + 31) // 32
 
     def trie_id(self) -> str:
-        """`sha256:` of the trie arrays (computed on first use). Precomputed open roots name
-        trie nodes, so a cache file is valid only over the exact trie layout it was built on;
-        in memory the tokenizer identity suffices (one process, one trie builder)."""
-        found = self._lazy.get("trie_id")
-        if found is None:
-            digest = hashlib.sha256()
-            for array in (
-                self.node_byte,
-                self.node_depth,
-                self.subtree_end,
-                self.token_start,
-                self.token_ids,
-            ):
-                digest.update(np.ascontiguousarray(array).tobytes())
-            found = self._lazy["trie_id"] = "sha256:" + digest.hexdigest()
-        return found
+        """`sha256:` of the trie arrays (computed once per tokenizer). Precomputed open roots
+        name trie nodes, so a cache file is valid only over the exact trie layout it was built
+        on; in memory the tokenizer identity suffices (one process, one trie builder)."""
+        return self.vocab.trie_id()
 
     @property
     def file_key(self) -> tuple[str, str, str, str, str]:
         """`key` plus the trie identity: what a `.trm` cache file must match."""
         return (*self.key, self.trie_id())
 
-    def slices(self, cache=None):
+    def slices(self):
         """The `trgc.engine.slices.SliceTables` of this binding (built on first use).
 
-        The tokenizer-level part (`RawSlices`) is looked up in, and added to, `cache` (a
-        `MaskCache`) under the tokenizer identity, so bindings of many artifacts to one
-        tokenizer build it once."""
+        Which tokens spell a slice depends on the tokenizer alone (`RawSlices`, kept in its
+        `VocabTables`), and so do the specialised tables of every binding whose grammar names
+        no special token spelled with bytes: those share one `SliceTables` per tokenizer."""
         tables = self._lazy.get("slices")
         if tables is None:
             from trgc.engine.slices import build_raw, specialise
 
-            key = ("engine.slices", self.key[1])
-            raw = cache.get(key) if cache is not None else None
+            shared = self.vocab._lazy
+            raw = shared.get("slices.raw")
             if raw is None:
-                raw = build_raw(self)
-                if cache is not None:
-                    cache.put(key, raw, raw.nbytes)
-            tables = self._lazy["slices"] = specialise(raw, self.byte_token)
+                raw = shared.setdefault("slices.raw", build_raw(self.vocab))
+            if self.byte_token is self.vocab.byte_base:
+                tables = shared.get("slices.base")
+                if tables is None:
+                    tables = shared.setdefault("slices.base", specialise(raw, self.byte_token))
+            else:
+                tables = specialise(raw, self.byte_token)
+            self._lazy["slices"] = tables
         return tables
 
     def token_bytes(self, token_id: int) -> bytes:
         return self.data[self.offsets[token_id] : self.offsets[token_id + 1]].tobytes()
-
-
-def trie_id(trie) -> str:
-    """`sha256:` of the trie's arrays: precomputed open roots name trie nodes, so a cache is
-    only valid for the exact trie layout it was built over."""
-    digest = hashlib.sha256()
-    for array in (
-        trie.node_byte,
-        trie.node_depth,
-        trie.subtree_end,
-        trie.token_start,
-        trie.token_ids,
-    ):
-        digest.update(np.ascontiguousarray(array).tobytes())
-    return "sha256:" + digest.hexdigest()
 
 
 def _special_id(tokenizer, name: str) -> int:
@@ -140,45 +122,44 @@ def _special_id(tokenizer, name: str) -> int:
 
 
 def bind(artifact: Artifact, tokenizer) -> Binding:
-    """Bind `artifact` to `tokenizer` (a `TokenTable`); memoised on the artifact per tokenizer."""
+    """Bind `artifact` to `tokenizer` (a `TokenTable`); memoised on the artifact per tokenizer.
+    The token-table part is the tokenizer's `VocabTables`, built once per table: a binding
+    costs no pass over the vocabulary unless its grammar names special tokens."""
     memo_key = ("engine.binding", tokenizer.sha256)
     cached = artifact._cache.get(memo_key)
     if cached is not None:
         return cached
     tables = flatten(artifact)
-    vocab = int(tokenizer.vocab_size)
+    vocab = vocab_tables(tokenizer)
     special_ids = np.array([_special_id(tokenizer, n) for n in artifact.specials], dtype=np.int64)
     special_syms = np.array(
         [artifact.n_classes + k for k in range(len(artifact.specials))], dtype=np.int64
     )
-    offsets = np.ascontiguousarray(tokenizer.offsets, dtype=np.int64)
-    kinds = np.asarray(tokenizer.kinds)
-    named = np.zeros(vocab, dtype=bool)
-    named[special_ids] = True
-    eos = np.array(sorted({int(i) for i in tokenizer.eos_ids}), dtype=np.int64)
-    has_bytes = ((kinds == KIND_NORMAL) | (kinds == KIND_BYTE)) & (np.diff(offsets) > 0)
-    byte_token = has_bytes & ~named
-    byte_token[eos] = False
-    trie = tokenizer.trie
-    node_depth = np.ascontiguousarray(trie.node_depth, dtype=np.int32)
-    check_longest(int(node_depth.max()) if node_depth.size else 0)
+    byte_token = vocab.byte_base
+    if special_ids.size and vocab.byte_base[special_ids].any():
+        byte_token = vocab.byte_base.copy()
+        byte_token[special_ids] = False
+        byte_token.flags.writeable = False
+    check_longest(vocab.longest)
     binding = Binding(
         tables=tables,
-        vocab_size=vocab,
-        offsets=offsets,
-        data=np.ascontiguousarray(tokenizer.data, dtype=np.uint8),
+        vocab=vocab,
+        vocab_size=vocab.vocab_size,
+        offsets=vocab.offsets,
+        data=vocab.data,
         byte_token=byte_token,
-        has_bytes=has_bytes,
+        has_bytes=vocab.has_bytes,
         special_ids=special_ids,
         special_syms=special_syms,
-        eos_ids=eos,
-        node_byte=np.ascontiguousarray(trie.node_byte, dtype=np.uint8),
-        node_depth=node_depth,
-        subtree_end=np.ascontiguousarray(trie.subtree_end, dtype=np.int32),
-        parent=np.ascontiguousarray(trie.parent, dtype=np.int32),
-        token_start=np.ascontiguousarray(trie.token_start, dtype=np.int32),
-        token_ids=np.ascontiguousarray(trie.token_ids, dtype=np.int32),
-        trie_depth=int(node_depth.max()) if node_depth.size else 0,
+        eos_ids=vocab.eos_ids,
+        node_byte=vocab.node_byte,
+        node_depth=vocab.node_depth,
+        subtree_end=vocab.subtree_end,
+        parent=vocab.parent,
+        token_start=vocab.token_start,
+        token_ids=vocab.token_ids,
+        node_tok=vocab.node_tokens(special_ids[vocab.byte_base[special_ids]]),
+        trie_depth=vocab.longest,
         key=(
             artifact.sha256,
             str(tokenizer.sha256),

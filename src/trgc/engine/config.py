@@ -24,13 +24,14 @@ else.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass
 
 import numpy as np
 
 from trgc.artifact.model import REPEAT, Artifact, entry_counters, restarted
-from trgc.artifact.stepper import completion_depths, frame_capacity
+from trgc.artifact.stepper import frame_capacity
 from trgc.errors import TrgcError
 
 Config = tuple[int, ...]  # packed frames, bottom frame first
@@ -120,14 +121,16 @@ def flatten(artifact: Artifact) -> Tables:
     def per_state(values) -> np.ndarray:
         return np.asarray(values, dtype=np.int64)[machine_of]
 
-    need = _need(artifact)
+    accepting = np.concatenate([np.asarray(m.accepting, dtype=bool) for m in machines])
+    cost = per_state([m.depth_cost for m in machines])
+    need = _need(gnext, gcalls, accepting, cost)
     rep_start = per_state(state_offset[:-1])
     is_repeat = per_state([m.kind == REPEAT for m in machines]).astype(bool)
     tables = Tables(
         next=gnext,
         calls=gcalls,
         call_entry=entry,
-        accepting=np.concatenate([np.asarray(m.accepting, dtype=bool) for m in machines]),
+        accepting=accepting,
         machine_of=machine_of,
         state_offset=state_offset,
         byte_class=np.asarray(artifact.byte_class, dtype=np.uint8),
@@ -137,7 +140,7 @@ def flatten(artifact: Artifact) -> Tables:
         has_caller=np.isin(machine_of, machine_of[gcalls[:, 0]]),
         need=need,
         need_more=np.where(is_repeat, np.maximum(need, need[rep_start]), need),
-        cost=per_state([m.depth_cost for m in machines]),
+        cost=cost,
         is_repeat=is_repeat,
         rep_start=rep_start,
     )
@@ -148,12 +151,49 @@ def flatten(artifact: Artifact) -> Tables:
 NEVER = 1 << 40  # `need` of a state that cannot complete
 
 
-def _need(artifact: Artifact) -> np.ndarray:
-    """`trgc.artifact.stepper.completion_depths` over global state numbers."""
-    out = []
-    for per_machine in completion_depths(artifact):
-        out.extend(NEVER if v == float("inf") else int(v) for v in per_machine)
-    return np.array(out, dtype=np.int64)
+def _completion(gnext, calls, accepting, cost, out):
+    """`trgc.artifact.stepper.completion_depths` over global states, in place: the fixed point
+    `need(g) = 0` if accepting, else the least over g's actions of `need(target)` (shift) or
+    `max(cost(callee) + need(callee start), need(return))` (call), NEVER when unreachable.
+    Values only decrease, so any sweep order reaches the same fixed point; states are numbered
+    breadth-first, so a reverse sweep converges in few rounds."""
+    n = out.shape[0]
+    for g in range(n):
+        out[g] = 0 if accepting[g] else NEVER
+    changed = True
+    while changed:
+        changed = False
+        for g in range(n - 1, -1, -1):
+            best = out[g]
+            for c in range(gnext.shape[1]):
+                a = gnext[g, c]
+                if a >= 0:
+                    candidate = out[a]
+                elif a <= -2:
+                    callee = calls[-2 - a, 0]
+                    candidate = max(cost[callee] + out[callee], out[calls[-2 - a, 1]])
+                    candidate = min(candidate, NEVER)
+                else:
+                    continue
+                if candidate < best:
+                    best = candidate
+            if best < out[g]:
+                out[g] = best
+                changed = True
+
+
+@functools.cache
+def _completion_jitted():
+    from numba import njit
+
+    return njit(cache=True, nogil=True)(_completion)
+
+
+def _need(gnext, calls, accepting, cost) -> np.ndarray:
+    """Rule frames needed above each global state to complete it (NEVER: cannot)."""
+    out = np.empty(accepting.shape[0], dtype=np.int64)
+    _completion_jitted()(gnext, calls, accepting, cost, out)
+    return out
 
 
 def frame_need(tables: Tables, frame: int) -> int:

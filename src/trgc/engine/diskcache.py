@@ -18,15 +18,18 @@ The layout is described in `docs/mask-cache.md`.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import hashlib
 import json
 import os
+import queue
 import re
 import shutil
 import struct
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -64,7 +67,10 @@ REFUSAL_CODES = (
     "E_CACHE_ENTRY_TRUNCATED",
     "E_CACHE_ENTRY_FOREIGN",
     "E_CACHE_ENTRY_CORRUPT",
+    "E_CACHE_ENTRY_PAYLOAD",  # refused by the caller: the payload does not decode as its kind
 )
+PENDING_LIMIT = 4096  # entries waiting for the publisher; more are dropped (counted)
+FLUSH_AT_EXIT_SECONDS = 10.0
 
 
 @dataclass(frozen=True)
@@ -197,6 +203,7 @@ class CacheStats:
     misses: int = 0
     writes: int = 0
     write_failures: int = 0
+    dropped: int = 0  # `put_later` entries not published: the publisher's queue was full
     evictions: int = 0
     refused: dict[str, int] = field(default_factory=dict)
     last_refusal: TrgcError | None = None
@@ -249,7 +256,8 @@ class PruneReport:
 class DiskCache:
     """A cache directory (see the module docstring). Reads and writes never raise for a bad
     or missing entry: `get` returns None and counts why, `put` returns False when it could not
-    publish. One object per thread; any number of processes may share the directory."""
+    publish. One object per thread (plus the background publisher of `put_later`, which only
+    puts); any number of processes may share the directory."""
 
     def __init__(
         self,
@@ -265,6 +273,8 @@ class DiskCache:
         self.max_entry_bytes = min(int(max_entry_bytes), self.max_bytes)
         self.layout = self.root / LAYOUT
         self.stats = CacheStats()
+        self._publisher: _Publisher | None = None
+        self._publisher_lock = threading.Lock()
 
     # -- paths and the ledger -------------------------------------------------------------
     def path_of(self, key: EntryKey) -> Path:
@@ -356,6 +366,11 @@ class DiskCache:
         self.stats.hits += 1
         return payload
 
+    def discard(self, key: EntryKey, error: TrgcError) -> None:
+        """Refuse the entry under `key` on the caller's behalf (its payload failed the caller's
+        own checks, `E_CACHE_ENTRY_PAYLOAD`): counted like any refusal, and removed."""
+        self._refuse(error, self.path_of(key))
+
     def _read(self, key: EntryKey, path: Path) -> tuple[bytes, float]:
         """(payload, modification time); the size is checked before anything is read."""
         with open(path, "rb") as handle:
@@ -391,6 +406,23 @@ class DiskCache:
             return False
         self.stats.writes += 1
         return True
+
+    def put_later(self, key: EntryKey, make_payload: Callable[[], bytes]) -> None:
+        """Publish `make_payload()` under `key` from a background thread: a `put` costs
+        milliseconds (nearly all of it the fsync), which a decoder must not wait for between
+        two masks. The payload is made in that thread too. Entries still pending when the
+        interpreter exits are published first (for at most `FLUSH_AT_EXIT_SECONDS`); beyond
+        `PENDING_LIMIT` waiting entries new ones are dropped (`stats.dropped`)."""
+        with self._publisher_lock:
+            if self._publisher is None:
+                self._publisher = _Publisher(self)
+        self._publisher.submit(key, make_payload)
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until every `put_later` entry is published (or `timeout` seconds); True when
+        none is pending."""
+        publisher = self._publisher
+        return True if publisher is None else publisher.flush(timeout)
 
     def put_file(self, key: EntryKey, source: Path | str) -> bool:
         """`put` the bytes of a file (a whole `.trm`), read with the entry limit as bound."""
@@ -563,6 +595,43 @@ class DiskCache:
                     ) from None
                 shutil.rmtree(trash, ignore_errors=True)
         return len(files), sum(f.size for f in files)
+
+
+class _Publisher:
+    """The background thread behind `DiskCache.put_later` (a daemon, started on first use)."""
+
+    def __init__(self, cache: DiskCache) -> None:
+        self.cache = cache
+        self.pending: queue.Queue = queue.Queue(maxsize=PENDING_LIMIT)
+        thread = threading.Thread(target=self._run, name="trgc-cache-publisher", daemon=True)
+        thread.start()
+        atexit.register(self.flush, FLUSH_AT_EXIT_SECONDS)
+
+    def submit(self, key: EntryKey, make_payload: Callable[[], bytes]) -> None:
+        try:
+            self.pending.put_nowait((key, make_payload))
+        except queue.Full:
+            self.cache.stats.dropped += 1
+
+    def _run(self) -> None:
+        while True:
+            key, make_payload = self.pending.get()
+            try:
+                self.cache.put(key, make_payload())
+            except Exception:  # noqa: BLE001 - best effort: a payload that cannot be made is skipped
+                self.cache.stats.write_failures += 1
+            finally:
+                self.pending.task_done()
+
+    def flush(self, timeout: float | None) -> bool:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self.pending.all_tasks_done:
+            while self.pending.unfinished_tasks:
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return False
+                self.pending.all_tasks_done.wait(left)
+        return True
 
 
 def open_cache(cache_dir: Path | str | None = None, *, enabled: bool = True) -> DiskCache | None:

@@ -6,13 +6,23 @@ the first call only (`import trgc` never loads it) and compiled code is cached o
 
 Invariant of `_walk`: nodes are in depth-first preorder, so when node `i` at depth `d` is
 visited, level `d - 1` of the scratch holds the configuration after the bytes of `i`'s parent.
-A level's stack is `orig[:keep] + own[level, :ext]`: the untouched bottom of the caller's
-configuration plus the frames this token prefix rewrote or pushed, so a level copies only
-`ext` ints (pushes since the start of the token, usually 0-2), never the whole stack. Frames are
-int64 frame keys (`global state | left << 32 | needed << 48` with the counters clipped to the
-longest token, `trgc.engine.config.frame_key`: within one token nothing beyond the clip can
-matter), and `dep_l` holds the rule frames of each level's stack for the `max_depth` check of
-calls.
+A level is one row of `lv`: its top frame, the *cell* below the top, the number of frames, the
+rule frames among them, how many of the caller's frames are still untouched at the bottom
+(`keep`), and the height so far. The stack below the top is a persistent linked list of cells
+(`cells[c] = (frame, next cell)`): the caller's frames are cells `0 .. n_orig - 1`, and a step of
+level `d` writes the frames it pushes under the top into cells of its own region
+(`base(d) = n_orig + d * stride`, reused only once the subtree that linked to them is done). So a
+shift costs one row and no copy of the stack, a return follows a link, and viability checks only
+the frames the step wrote: the top, the new cells, and `ok_below[keep]` for the caller's
+frames below. Frames are int64 frame keys (`global state | left << 32 | needed << 48` with the
+counters clipped to the longest token, `trgc.engine.config.frame_key`: within one token nothing
+beyond the clip can matter).
+
+The hot path is a shift of the top frame, handled before the general step (calls, returns,
+restarts), and each trie node's single byte-matched token (`Binding.node_tok`) is set with one
+load. A walk runs in chunks of at most `cancel.CHUNK_NODES` nodes; between two chunks the
+wrapper calls `cancellation_checkpoint()` and the walk resumes where it stopped (the levels
+stay in the scratch).
 """
 
 from __future__ import annotations
@@ -23,175 +33,325 @@ import numpy as np
 
 from trgc.engine.binding import Binding
 from trgc.engine.bits import unpack
+from trgc.engine.cancel import CHUNK_NODES, cancellation_checkpoint
 from trgc.engine.config import Config, is_accepting, mask_key, step
 
 OK, DEAD, OPEN = 0, 1, 2  # outcome of stepping one byte (OPEN: needs the unknown caller frame)
+TOP, REST, POS, DEP, KEEP, HEIGHT = 0, 1, 2, 3, 4, 5  # columns of a level row
+FRAME, NEXT = 0, 1  # rows of `cells`
+NEED, NEED_MORE, COST, IS_REPEAT, REP_START, ACCEPTING = 0, 1, 2, 3, 4, 5  # rows of `info`
+# `io` of a walk: range and node to resume at (-1: start the range), open roots so far, height
+IO_RANGE, IO_NODE, IO_OPEN, IO_HEIGHT = 0, 1, 2, 3
+# `params` of a walk
+P_N_ORIG, P_FRAME_MODE, P_MAX_DEPTH, P_MAX_STEPS, P_USE_SKIP, P_BUDGET, P_STRIDE = range(7)
+LOW32 = 0xFFFFFFFF
+NEEDED_ONE = 1 << 48  # a frame key at or above this has iterations still needed
 
 
-def _walk(
-    orig, n_orig, frame_mode, starts, ends, gnext, gcalls, accepting, byte_class, max_depth,
-    max_steps, node_byte, node_depth, subtree_end, parent, token_start, token_ids, byte_token,
-    own, keep_l, ext_l, h_l, dep_l, path, out_words, open_roots, use_skip, skip, need,
-    need_more, cost, is_repeat, rep_start, call_entry, longest, ok_below, dep_below,
-):  # fmt: skip
-    n_open = 0
-    # the untouched bottom of the stack: rule frames below position p, and whether frames
-    # orig[:p] are all viable (in frame mode the unknown callers are)
+def _general(d, sym, lv, cells, gnext, calls, info, ok_below, max_depth, max_steps, frame_mode,
+             base):  # fmt: skip
+    """Step level `d - 1` by symbol `sym` into level `d` with every action (shift, return,
+    restart, call); the status."""
+    top = lv[d - 1, TOP]
+    rest = lv[d - 1, REST]
+    pos = lv[d - 1, POS]
+    dep = lv[d - 1, DEP]
+    keep = lv[d - 1, KEEP]
+    h = lv[d - 1, HEIGHT]
+    n_new = 0
+    status = DEAD
+    for _ in range(max_steps):
+        g = top & LOW32
+        action = gnext[g, sym]
+        if action >= 0:
+            top = action + (top - g)  # the counters are carried along
+            keep = min(keep, pos - 1)
+            status = OK
+            break
+        if action == -1:
+            if not info[ACCEPTING, g]:
+                break
+            if info[IS_REPEAT, g]:
+                left = (top >> 32) & 0xFFFF
+                needed = top >> 48
+                start = info[REP_START, g]
+                if left > 0 and gnext[start, sym] != -1:
+                    if needed > 0:
+                        needed -= 1
+                    top = start | ((left - 1) << 32) | (needed << 48)
+                    keep = min(keep, pos - 1)
+                    continue  # the next iteration starts with this byte
+                if needed > 0:
+                    break
+            if pos > 1:  # return: the frame below becomes the top
+                keep = min(keep, pos - 1)
+                dep -= info[COST, g]
+                top = cells[FRAME, rest]
+                rest = cells[NEXT, rest]
+                pos -= 1
+                continue
+            if frame_mode:
+                status = OPEN
+            break
+        k = -2 - action
+        callee = calls[k, 0]
+        if info[COST, callee] and dep >= max_depth:
+            break
+        c = base + n_new  # the top becomes the return state, below the callee
+        n_new += 1
+        cells[FRAME, c] = calls[k, 1] + (top - g)
+        cells[NEXT, c] = rest
+        rest = c
+        keep = min(keep, pos - 1)
+        top = callee | (calls[k, 2] << 32) | (calls[k, 3] << 48)
+        pos += 1
+        dep += info[COST, callee]
+    if status == OK:  # viable: the frames this step wrote can complete within max_depth
+        if not ok_below[keep]:
+            status = DEAD
+        g = top & LOW32
+        v = dep + (info[NEED_MORE, g] if top >> 48 else info[NEED, g])
+        if v > max_depth:
+            status = DEAD
+        h = max(h, v)
+        below = dep - info[COST, g]  # rule frames at or below the cell
+        cc = rest
+        while cc >= base:
+            frame = cells[FRAME, cc]
+            gc = frame & LOW32
+            v = below + (info[NEED_MORE, gc] if frame >> 48 else info[NEED, gc])
+            if v > max_depth:
+                status = DEAD
+            h = max(h, v)
+            below -= info[COST, gc]
+            cc = cells[NEXT, cc]
+    lv[d, TOP] = top
+    lv[d, REST] = rest
+    lv[d, POS] = pos
+    lv[d, DEP] = dep
+    lv[d, KEEP] = keep
+    lv[d, HEIGHT] = h
+    return status
+
+
+def _walk(params, orig, roots, gnext, calls, info, byte_class, node_byte, node_depth,
+          subtree_end, parent, node_tok, token_start, token_ids, byte_token, skip, lv, cells,
+          path, ok_below, out_words, open_roots, io, general):  # fmt: skip
+    """Walk the subtrees of `roots` (node 0: the whole trie) from the configuration `orig`,
+    resuming at `io`; 1 when done, 0 when the chunk's budget ran out (call again)."""
+    n_orig = params[P_N_ORIG]
+    frame_mode = params[P_FRAME_MODE] != 0
+    max_depth = params[P_MAX_DEPTH]
+    max_steps = params[P_MAX_STEPS]
+    use_skip = params[P_USE_SKIP] != 0
+    budget = params[P_BUDGET]
+    stride = params[P_STRIDE]
+    # the caller's frames: cells 0 .. n_orig - 1, and whether frames orig[:p] are all viable
     ok_below[0] = True
-    dep_below[0] = 0
+    dep = 0
     for p in range(n_orig):
-        g = orig[p] & 0xFFFFFFFF
-        d = dep_below[p] + cost[g]
-        dep_below[p + 1] = d
-        nd = need_more[g] if orig[p] >> 48 else need[g]
-        ok_below[p + 1] = ok_below[p] and d + nd <= max_depth
-    max_h = dep_below[n_orig]
-    keep_l[0] = n_orig
-    ext_l[0] = 0
-    h_l[0] = max_h
-    dep_l[0] = max_h
-    cap = own.shape[1]
-    for r in range(starts.shape[0]):
-        # the ancestors of the range's first node are stepped first (levels 1 .. depth - 1)
-        n_path = node_depth[starts[r]] - 1
-        a = parent[starts[r]]
-        for k in range(n_path - 1, -1, -1):
-            path[k] = a
-            a = parent[a]
-        j = 0
-        i = starts[r]
-        while i < ends[r]:
-            if j >= n_path and use_skip and skip[i]:  # every token below is already decided
+        frame = orig[p]
+        g = frame & LOW32
+        dep += info[COST, g]
+        nd = info[NEED_MORE, g] if frame >> 48 else info[NEED, g]
+        ok_below[p + 1] = ok_below[p] and dep + nd <= max_depth
+        cells[FRAME, p] = frame
+        cells[NEXT, p] = p - 1
+    lv[0, TOP] = orig[n_orig - 1]
+    lv[0, REST] = n_orig - 2
+    lv[0, POS] = n_orig
+    lv[0, DEP] = dep
+    lv[0, KEEP] = n_orig
+    lv[0, HEIGHT] = dep
+    n_open = io[IO_OPEN]
+    max_h = max(io[IO_HEIGHT], dep)  # at least the rule frames of the configuration
+    work = 0
+    r = io[IO_RANGE]
+    resume = io[IO_NODE]
+    while r < roots.shape[0]:
+        root = roots[r]
+        end = subtree_end[root]
+        if resume >= 0:
+            i = resume
+        elif root == 0:
+            i = 1
+        else:  # step the root's ancestors first (levels 1 .. depth - 1)
+            i = root
+            n_path = node_depth[root] - 1
+            a = parent[root]
+            for k in range(n_path - 1, -1, -1):
+                path[k] = a
+                a = parent[a]
+            for k in range(n_path):
+                node = path[k]
+                d = node_depth[node]
+                status = general(d, byte_class[node_byte[node]], lv, cells, gnext, calls, info,
+                                 ok_below, max_depth, max_steps, frame_mode,
+                                 n_orig + d * stride)  # fmt: skip
+                if status != OK:
+                    i = end
+                    break
+        resume = -1
+        while i < end:
+            work += 1
+            if work > budget:  # suspend: the levels stay in the scratch
+                io[IO_RANGE] = r
+                io[IO_NODE] = i
+                io[IO_OPEN] = n_open
+                io[IO_HEIGHT] = max_h
+                return 0
+            if use_skip and skip[i]:  # every token below is already decided
                 i = subtree_end[i]
                 continue
-            node = path[j] if j < n_path else i
-            d = node_depth[node]
-            sym = byte_class[node_byte[node]]
-            keep = keep_l[d - 1]
-            ext = ext_l[d - 1]
-            for k in range(ext):
-                own[d, k] = own[d - 1, k]
-            h = h_l[d - 1]
-            dep = dep_l[d - 1]
-            status = DEAD
-            for _ in range(max_steps):
-                top = own[d, ext - 1] if ext > 0 else orig[keep - 1]
-                g = top & 0xFFFFFFFF
-                counters = top - g  # left << 32 | needed << 48, carried along by shifts
-                action = gnext[g, sym]
-                if action >= 0:
-                    if ext == 0:
-                        keep -= 1
-                        ext = 1
-                    own[d, ext - 1] = action + counters
-                    status = OK
-                    break
-                if action == -1:
-                    if not accepting[g]:
-                        break
-                    if is_repeat[g]:
-                        left = (top >> 32) & 0xFFFF
+            d = node_depth[i]
+            sym = byte_class[node_byte[i]]
+            top = lv[d - 1, TOP]
+            g = top & LOW32
+            action = gnext[g, sym]
+            new = -1  # the new top when the byte is a shift, or a restart then a shift
+            if d > 1:
+                if action >= 0:  # the hot path: a shift of the top frame
+                    new = action + (top - g)
+                elif action == -1 and info[IS_REPEAT, g] and info[ACCEPTING, g]:
+                    left = (top >> 32) & 0xFFFF  # the next iteration of a counted repetition
+                    after = gnext[info[REP_START, g], sym]
+                    if left > 0 and after >= 0:
                         needed = top >> 48
-                        if left > 0 and gnext[rep_start[g], sym] != -1:
-                            if ext == 0:
-                                keep -= 1
-                                ext = 1
-                            if needed > 0:
-                                needed -= 1
-                            own[d, ext - 1] = rep_start[g] | ((left - 1) << 32) | (needed << 48)
-                            continue  # the next iteration starts with this byte
-                        if needed > 0:
-                            break
-                    if keep + ext > 1:
-                        if ext > 0:
-                            ext -= 1
-                        else:
-                            keep -= 1
-                        dep -= cost[g]
-                        continue
-                    if frame_mode:
-                        status = OPEN
-                    break
-                call = -2 - action
-                callee = np.int64(gcalls[call, 0])
-                if cost[callee] and dep >= max_depth:
-                    break
-                if keep + ext >= cap:  # beyond the artifact's frame capacity: malformed
-                    break
-                if ext == 0:
-                    keep -= 1
-                    ext = 1
-                own[d, ext - 1] = gcalls[call, 1] + counters
-                left = call_entry[call, 0] if call_entry[call, 0] < longest else longest
-                needed = call_entry[call, 1] if call_entry[call, 1] <= longest else longest + 1
-                own[d, ext] = callee | (left << 32) | (needed << 48)
-                ext += 1
-                dep += cost[callee]
-            if status == OK:  # viable: every frame can still complete within max_depth
-                if not ok_below[keep]:
-                    status = DEAD
-                dd = dep_below[keep]
-                for k in range(ext):
-                    g = own[d, k] & 0xFFFFFFFF
-                    dd += cost[g]
-                    nd = need_more[g] if own[d, k] >> 48 else need[g]
-                    v = dd + nd
-                    if v > max_depth:
-                        status = DEAD
-                    if v > h:
-                        h = v
-            if j < n_path:  # an ancestor: its own tokens are outside the range
-                if status != OK:
-                    break
-                keep_l[d] = keep
-                ext_l[d] = ext
-                h_l[d] = h
-                dep_l[d] = dep
-                j += 1
-            elif status == OK:
-                for t_at in range(token_start[i], token_start[i + 1]):
-                    t = token_ids[t_at]
-                    if byte_token[t]:
-                        out_words[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
-                        if h > max_h:
-                            max_h = h
-                keep_l[d] = keep
-                ext_l[d] = ext
-                h_l[d] = h
-                dep_l[d] = dep
+                        new = after | ((left - 1) << 32) | (max(needed - 1, 0) << 48)
+            if new >= 0:
+                # the parent level was stepped OK, so its `keep` is below its top and the frames
+                # under the top are viable: only the new top's completion needs checking
+                dep = lv[d - 1, DEP]
+                v = dep + info[np.int64(new >= NEEDED_ONE), new & LOW32]
+                if v > max_depth:
+                    i = subtree_end[i]
+                    continue
+                h = max(lv[d - 1, HEIGHT], v)
+                lv[d, TOP] = new
+                lv[d, REST] = lv[d - 1, REST]
+                lv[d, POS] = lv[d - 1, POS]
+                lv[d, DEP] = dep
+                lv[d, KEEP] = lv[d - 1, KEEP]
+                lv[d, HEIGHT] = h
+                status = OK
+            elif action == -1 and not info[ACCEPTING, g]:
+                status = DEAD  # no action and nothing to return into: the common rejection
+            else:
+                status = general(d, sym, lv, cells, gnext, calls, info, ok_below, max_depth,
+                                 max_steps, frame_mode, n_orig + d * stride)  # fmt: skip
+                h = lv[d, HEIGHT]
+            if status == OK:
+                # branch-free for one token or none (a no-op write to word 0 when there is
+                # none): whether a node ends a token is unpredictable, a mispredict per node
+                # cost more than the write
+                t = node_tok[i]
+                one = t >= 0
+                w = (t >> 5) if one else 0
+                bit = (np.uint32(1) << np.uint32(t & 31)) if one else np.uint32(0)
+                out_words[w] |= bit
+                max_h = max(max_h, h if one else 0)
+                if t == -2:
+                    for t_at in range(token_start[i], token_start[i + 1]):
+                        t2 = token_ids[t_at]
+                        if byte_token[t2]:
+                            out_words[t2 >> 5] |= np.uint32(1) << np.uint32(t2 & 31)
+                            max_h = max(max_h, h)
                 i += 1
             else:
                 if status == OPEN:
                     open_roots[n_open] = i
                     n_open += 1
                 i = subtree_end[i]
-    return n_open, max_h
+        r += 1
+    io[IO_RANGE] = r
+    io[IO_NODE] = -1
+    io[IO_OPEN] = n_open
+    io[IO_HEIGHT] = max_h
+    return 1
 
 
 @functools.cache
 def _jitted():
     from numba import njit
 
-    return njit(cache=True, nogil=True)(_walk)
+    general = njit(cache=True, nogil=True)(_general)
+    return njit(cache=True, nogil=True)(_walk), general
+
+
+@functools.cache
+def _whole_trie() -> np.ndarray:
+    out = np.zeros(1, dtype=np.int32)
+    out.flags.writeable = False
+    return out
+
+
+def _frozen(array: np.ndarray) -> np.ndarray:
+    """A read-only view: numba compiles one specialisation per array type and read-only is
+    part of the type, so every array the kernel only reads is passed read-only, always."""
+    if not array.flags.writeable:
+        return array
+    out = array.view()
+    out.flags.writeable = False
+    return out
+
+
+class KernelTables:
+    """The binding's tables in the form the kernel reads (built once per binding, shared):
+    read-only views, so that the kernel compiles once whatever the arrays' origin."""
+
+    def __init__(self, binding: Binding) -> None:
+        t = binding.tables
+        longest = binding.trie_depth
+        calls = np.zeros((t.calls.shape[0], 4), dtype=np.int64)
+        calls[:, :2] = t.calls
+        calls[:, 2] = np.minimum(t.call_entry[:, 0], longest)  # counters clipped on push
+        calls[:, 3] = np.minimum(t.call_entry[:, 1], longest + 1)
+        info = np.stack(
+            [t.need, t.need_more, t.cost, t.is_repeat.astype(np.int64), t.rep_start,
+             t.accepting.astype(np.int64)]  # fmt: skip
+        ).astype(np.int64)
+        self.arrays = tuple(
+            _frozen(np.ascontiguousarray(a))
+            for a in (t.next, calls, info, t.byte_class, binding.node_byte, binding.node_depth,
+                      binding.subtree_end, binding.parent, binding.node_tok, binding.token_start,
+                      binding.token_ids, binding.byte_token)  # fmt: skip
+        )
+        self.calls, self.info = self.arrays[1], self.arrays[2]
+        self.byte_token = self.arrays[-1]
+        self.stride = int(t.max_steps) + 1  # cells one step can write
+        self.max_frames = int(t.max_frames)
+        self.max_depth = int(t.max_depth)
+        self.max_steps = int(t.max_steps)
+
+    @staticmethod
+    def of(binding: Binding) -> KernelTables:
+        found = binding._lazy.get("kernel")
+        if found is None:
+            found = binding._lazy["kernel"] = KernelTables(binding)
+        return found
 
 
 class Scratch:
-    """Per-matcher work buffers for the kernel (never shared between threads). A level holds
-    at most the artifact's frame capacity, plus one for a push beyond it (rejected)."""
+    """Per-matcher work buffers for the kernel (never shared between threads)."""
 
     def __init__(self, binding: Binding) -> None:
+        kt = KernelTables.of(binding)
         levels = binding.trie_depth + 1
-        cap = binding.tables.max_frames + 1
-        self.own = np.empty((levels, cap), dtype=np.int64)
-        self.keep = np.empty(levels, dtype=np.int64)
-        self.ext = np.empty(levels, dtype=np.int64)
-        self.height = np.empty(levels, dtype=np.int64)
-        self.dep = np.empty(levels, dtype=np.int64)
-        self.path = np.empty(levels, dtype=np.int32)
-        self.orig = np.empty(cap, dtype=np.int64)
-        self.ok_below = np.empty(cap + 1, dtype=np.bool_)
-        self.dep_below = np.empty(cap + 1, dtype=np.int64)
+        cap = kt.max_frames + 1
+        self.lv = np.zeros((levels, 8), dtype=np.int64)
+        self.cells = np.zeros((2, cap + (levels + 1) * kt.stride), dtype=np.int64)
+        self.path = np.zeros(levels, dtype=np.int32)
+        self.orig = np.zeros(cap, dtype=np.int64)
+        self.ok_below = np.zeros(cap + 1, dtype=np.bool_)
         self.open_roots = np.empty(binding.node_byte.shape[0], dtype=np.int32)
+        self.io = np.zeros(4, dtype=np.int64)
+        self.params = np.zeros(8, dtype=np.int64)
+        self.params[P_MAX_DEPTH] = kt.max_depth
+        self.params[P_MAX_STEPS] = kt.max_steps
+        self.params[P_STRIDE] = kt.stride
+        self.params[P_BUDGET] = CHUNK_NODES
+        self.kernel = kt
+        self.binding = binding
 
 
 def _require(name: str, array: np.ndarray, dtype, ndim: int) -> None:
@@ -203,6 +363,37 @@ def _require(name: str, array: np.ndarray, dtype, ndim: int) -> None:
         raise ValueError(f"{name}: expected {ndim} dimensions, got {array.ndim}")
     if not array.flags.c_contiguous:
         raise ValueError(f"{name}: expected a C-contiguous array")
+
+
+def run_walk(
+    binding: Binding,
+    keys: Config,
+    out_words: np.ndarray,
+    scratch: Scratch,
+    roots: np.ndarray,
+    frame_mode: bool,
+    skip: np.ndarray | None,
+) -> tuple[int, int]:
+    """`walk_trie` on trusted inputs (the engine's own calls): (open roots found, height). The
+    open roots are `scratch.open_roots[:n]`, valid until the scratch's next walk."""
+    kt = scratch.kernel
+    n = len(keys)
+    scratch.orig[:n] = keys
+    params = scratch.params
+    params[P_N_ORIG] = n
+    params[P_FRAME_MODE] = frame_mode
+    params[P_USE_SKIP] = skip is not None
+    io = scratch.io
+    io[:] = (0, -1, 0, 0)
+    walk, general = _jitted()
+    args = (
+        params, scratch.orig, _frozen(roots), *kt.arrays,
+        kt.byte_token if skip is None else _frozen(skip), scratch.lv, scratch.cells,
+        scratch.path, scratch.ok_below, out_words, scratch.open_roots, io, general,
+    )  # fmt: skip
+    while not walk(*args):
+        cancellation_checkpoint()
+    return int(io[IO_OPEN]), int(io[IO_HEIGHT])
 
 
 def walk_trie(
@@ -217,10 +408,9 @@ def walk_trie(
 ) -> tuple[np.ndarray, int]:
     """OR into `out_words` the byte tokens viable from the configuration whose frame keys are
     `keys` (`trgc.engine.config.mask_key` with the binding's longest token); return the open
-    roots and the
-    height an allowed token needs: the largest `rule frames up to it + need` of a frame it
-    rewrites or pushes (at least the rule frames of `config`), so that it stays viable on a
-    stack with `B` more rule frames below when `B + height <= max_depth`.
+    roots and the height an allowed token needs: the largest `rule frames up to it + need` of a
+    frame it rewrites or pushes (at least the rule frames of `config`), so that it stays viable
+    on a stack with `B` more rule frames below when `B + height <= max_depth`.
 
     With `roots` (int32 trie nodes, preorder, disjoint subtrees) only the tokens in those
     subtrees are decided. With `frame_mode`, `keys` is one frame whose callers are unknown:
@@ -229,35 +419,26 @@ def walk_trie(
     (the caller has decided their tokens, see `trgc.engine.slices`).
     """
     n_words = binding.n_words
+    n_nodes = binding.node_byte.shape[0]
     _require("out_words", out_words, np.uint32, 1)
     if out_words.shape[0] != n_words:
         raise ValueError(f"out_words: expected {n_words} words, got {out_words.shape[0]}")
     if roots is None:
-        starts = np.ones(1 if binding.node_byte.shape[0] > 1 else 0, dtype=np.int32)
-        ends = np.full(starts.shape[0], binding.node_byte.shape[0], dtype=np.int32)
+        roots = _whole_trie()
     else:
         _require("roots", roots, np.int32, 1)
-        starts, ends = roots, binding.subtree_end[roots]
+        if roots.size and not (int(roots.min()) > 0 and int(roots.max()) < n_nodes):
+            raise ValueError(f"roots: expected trie nodes in [1, {n_nodes})")
     if skip is not None:
         _require("skip", skip, np.bool_, 1)
-        if skip.shape[0] != binding.node_byte.shape[0]:
-            raise ValueError(
-                f"skip: expected {binding.node_byte.shape[0]} flags, got {skip.shape[0]}"
-            )
+        if skip.shape[0] != n_nodes:
+            raise ValueError(f"skip: expected {n_nodes} flags, got {skip.shape[0]}")
     if not keys or len(keys) > binding.tables.max_frames:
         raise ValueError(f"keys: expected 1..{binding.tables.max_frames} frames, got {len(keys)}")
-    scratch.orig[: len(keys)] = keys
-    t = binding.tables
-    n_open, max_height = _jitted()(
-        scratch.orig, len(keys), frame_mode, starts, ends, t.next, t.calls, t.accepting,
-        t.byte_class, t.max_depth, t.max_steps, binding.node_byte, binding.node_depth,
-        binding.subtree_end, binding.parent, binding.token_start, binding.token_ids,
-        binding.byte_token, scratch.own, scratch.keep, scratch.ext, scratch.height, scratch.dep,
-        scratch.path, out_words, scratch.open_roots, skip is not None,
-        binding.byte_token if skip is None else skip, t.need, t.need_more, t.cost, t.is_repeat,
-        t.rep_start, t.call_entry, binding.trie_depth, scratch.ok_below, scratch.dep_below,
-    )  # fmt: skip
-    return scratch.open_roots[:n_open].copy(), int(max_height)
+    if scratch.binding is not binding:
+        raise ValueError("scratch: made for another binding")
+    n_open, height = run_walk(binding, keys, out_words, scratch, roots, frame_mode, skip)
+    return scratch.open_roots[:n_open].copy(), height
 
 
 def add_symbol_tokens(binding: Binding, config: Config, words: np.ndarray) -> None:
@@ -277,7 +458,8 @@ def mask_words(binding: Binding, config: Config | None, scratch: Scratch) -> np.
     words = np.zeros(binding.n_words, dtype=np.uint32)
     if config is None:
         return words
-    walk_trie(binding, mask_key(config, binding.trie_depth), words, scratch)
+    run_walk(binding, mask_key(config, binding.trie_depth), words, scratch, _whole_trie(),
+             False, None)  # fmt: skip
     add_symbol_tokens(binding, config, words)
     return words
 
@@ -286,7 +468,7 @@ def allowed_mask(binding: Binding, config: Config | None, token_ids=None) -> np.
     """bool[V], same contract as `trgc.engine.reference.allowed_mask` (the oracle)."""
     allowed = unpack(mask_words(binding, config, Scratch(binding)), binding.vocab_size)
     if token_ids is not None:
-        keep = np.zeros(binding.vocab_size, dtype=bool)
+        keep = np.zeros(binding.vocab_size, dtype=np.bool_)
         keep[np.fromiter(token_ids, dtype=np.int64)] = True
         allowed &= keep | ~binding.byte_token
     return allowed

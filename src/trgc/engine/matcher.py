@@ -8,10 +8,12 @@ With a precomputed `FrameMasks`, a configuration whose top state decides the who
 its own (`DirectRows`: no open roots to check, no EOS or special token possible, stack room
 enough) gets the precomputed row itself: no copy, no cache entry. Otherwise masks come from
 the in-memory `MaskCache` (whole configuration) or are assembled from the `FrameEntry` of the
-top state (what that state decides on its own, from the `FrameMasks` or computed on first use
-and kept in the same cache) plus a check of the context-dependent remainder against the live
-stack; near `max_depth` a full trie walk. `last_source` says which: "cache", "frame" (entry
-reused, precomputed row included) or "walk" (a trie walk ran).
+top frame (what that frame decides on its own: from the `FrameMasks`, or keyed by the frame's
+residual in the `MaskCache` and the optional `DiskCache`, shared with every artifact and
+process whose frames have the same residual, or computed now and shared) plus a check of the
+context-dependent remainder against the live stack; near `max_depth` a full trie walk.
+`last_source` says which: "cache", "frame" (entry reused, precomputed row included), "disk"
+(entry read from the disk cache) or "walk" (a trie walk ran).
 """
 
 from __future__ import annotations
@@ -37,9 +39,11 @@ from trgc.engine.config import (
     step,
     step_bytes,
 )
+from trgc.engine.diskcache import DiskCache
+from trgc.engine.framecache import entry_for
 from trgc.engine.inputs import as_artifact, as_token_table
 from trgc.engine.kernel import Scratch, add_symbol_tokens, mask_words
-from trgc.engine.precompute import FrameEntry, FrameMasks, combine, frame_entry
+from trgc.engine.precompute import FrameEntry, FrameMasks, combine
 from trgc.errors import TrgcError
 
 FORCED_BYTES_LIMIT = 4096
@@ -51,7 +55,9 @@ class Matcher:
     `cache` is an optional shared `MaskCache` (a private one is made otherwise);
     `precomputed` an optional `FrameMasks` from `trgc masks precompute` (`trgc.load_masks`)
     for the same artifact, tokenizer and compiler version (`E_CACHE_MISMATCH` otherwise); a
-    `FrameMasks` passed as `cache` is taken as `precomputed`. A grammar naming a special
+    `FrameMasks` passed as `cache` is taken as `precomputed`; `disk_cache` an optional
+    `trgc.engine.diskcache.DiskCache` (`open_cache()`) whose frame entries are read on a miss
+    of `cache` and where new ones are published in the background. A grammar naming a special
     token the tokenizer lacks raises `E_SPECIAL_TOKEN_MISSING`.
 
     `artifact` may also be the path of an artifact file, `tokenizer` a path or a live
@@ -65,6 +71,7 @@ class Matcher:
         *,
         cache: MaskCache | FrameMasks | None = None,
         precomputed: FrameMasks | None = None,
+        disk_cache: DiskCache | None = None,
     ) -> None:
         self._binding = bind(as_artifact(artifact), as_token_table(tokenizer))
         if isinstance(cache, FrameMasks):
@@ -73,6 +80,13 @@ class Matcher:
         if precomputed is not None:
             precomputed.require(self._binding)
         self._precomputed = precomputed
+        if disk_cache is not None and not isinstance(disk_cache, DiskCache):
+            raise TrgcError(
+                "E_ARGUMENT_TYPE",
+                f"disk_cache: expected a DiskCache or None, got {type(disk_cache).__name__}",
+                hint="trgc.engine.diskcache.open_cache() opens the default cache directory",
+            )
+        self._disk = disk_cache
         self._direct = None if precomputed is None else precomputed.direct(self._binding)
         self._n_words = self._binding.n_words
         self._view_of: np.ndarray | None = None  # the words `_view` is the int32 view of
@@ -80,7 +94,7 @@ class Matcher:
         self._scratch = Scratch(self._binding)
         self._longest = self._binding.trie_depth  # counters are clipped with the longest token
         self._history: list[Config | None] = [START]
-        self.last_source = ""  # where the last mask came from: cache, frame or walk
+        self.last_source = ""  # where the last mask came from: cache, frame, disk or walk
 
     # -- state ---------------------------------------------------------------------------
     @property
@@ -123,18 +137,16 @@ class Matcher:
 
     # -- masks ---------------------------------------------------------------------------
     def _frame(self, frame: int) -> FrameEntry:
-        """The `FrameEntry` of top frame `frame`: precomputed, cached, or walked now."""
+        """The `FrameEntry` of top frame `frame`: precomputed, shared by residual (in memory
+        or on disk), or walked now and shared."""
         key = frame_key(frame, self._longest)
         if self._precomputed is not None:
             entry = self._precomputed.entry_of(key)
             if entry is not None:
                 return entry
-        cache_key = (*self._binding.key, "frame", key)
-        entry = self._cache.get(cache_key)
-        if entry is None:
-            entry = frame_entry(self._binding, key, self._scratch, self._cache)
-            self._cache.put(cache_key, entry, entry.nbytes)
-            self.last_source = "walk"
+        entry, found = entry_for(self._binding, key, self._scratch, self._cache, self._disk)
+        if found != "cache":
+            self.last_source = found
         return entry
 
     def _words(self) -> np.ndarray:

@@ -33,6 +33,8 @@ import numpy as np
 
 from trgc.artifact.model import UNLIMITED, Artifact
 from trgc.engine.binding import Binding, bind
+from trgc.engine.cache import MaskCache
+from trgc.engine.cancel import cancellation_checkpoint
 from trgc.engine.config import (
     STATE_MASK,
     Config,
@@ -63,18 +65,18 @@ class FrameEntry:
         return int(self.accept.nbytes + self.open_roots.nbytes)
 
 
-def frame_entry(binding: Binding, key: int, scratch: Scratch, cache=None) -> FrameEntry:
+def frame_entry(binding: Binding, key: int, scratch: Scratch) -> FrameEntry:
     """The `FrameEntry` of a top frame with frame key `key` (`trgc.engine.config.frame_key`
-    with the binding's longest token): one frame-mode trie walk,
-    skipping the subtrees of the first slice the frame accepts wholesale (`trgc.engine.slices`;
-    their tokenizer-level tables are shared through `cache`, a `MaskCache`, when given)."""
+    with the binding's longest token): one frame-mode trie walk, skipping the subtrees of the
+    first slice the frame accepts wholesale (`trgc.engine.slices`; their tables are built once
+    per tokenizer)."""
     g = key & STATE_MASK
     frame_mode = bool(binding.tables.has_caller[g])
     slice_height = int(binding.tables.cost[g])
     for k, piece in enumerate(default_slices()):
         safe = is_safe(binding.tables, key, piece, binding.trie_depth)
         if safe is not None:
-            tables = binding.slices(cache)  # built on the first safe state only
+            tables = binding.slices()  # built on the first safe state only
             _, words, skip = tables.get(k)
             accept = words.copy()
             slice_height = safe
@@ -134,6 +136,7 @@ def suffix_classes(tables: Tables, rounds: int) -> np.ndarray:
     _, classes = np.unique(base, axis=0, return_inverse=True)
     classes = classes.reshape(-1)
     for _ in range(rounds):
+        cancellation_checkpoint()
         moved = np.where(kind == 2, -1, classes[target])
         signature = np.concatenate([classes[:, None], static, moved], axis=1)
         _, refined = np.unique(signature, axis=0, return_inverse=True)
@@ -301,6 +304,7 @@ def precompute(
     *,
     limits: Limits = DEFAULT_LIMITS,
     progress: Progress | None = None,
+    disk_cache=None,
 ) -> FrameMasks:
     """Build `FrameMasks` for every state of every machine of `artifact` over `tokenizer`.
     States of counted repetitions get the entries of their counters away from the maximum
@@ -308,7 +312,11 @@ def precompute(
     computed on first use by the matcher, which falls back to that for any key not stored.
 
     The stored size is bounded by `limits.cache_bytes` (`E_LIMIT_CACHE_BYTES`), checked before
-    each new distinct mask or open-root list is kept.
+    each new distinct mask or open-root list is kept. With a `disk_cache`
+    (`trgc.engine.diskcache.DiskCache`) each walked entry is first looked up there by its
+    residual and published there when new, so artifacts that share pieces share the work.
+    A cancel request (`trgc.engine.cancel`) stops the precompute between two walks or inside
+    one, and nothing is returned.
     """
     binding = bind(artifact, tokenizer)
     tables = binding.tables
@@ -329,13 +337,21 @@ def precompute(
     n_roots = 0
     classes = suffix_classes(tables, longest)
     walked: dict[tuple[int, int], FrameEntry] = {}
+    shared = MaskCache()  # the disk cache's in-memory side, for this precompute only
+    if disk_cache is not None:
+        from trgc.engine.framecache import entry_for  # framecache imports this module
     for e, key in enumerate(keys):
         g, left, needed = unclip(key)
         entry_key[e] = (g, left, needed)
         walk_key = (int(classes[g]), left, needed)
         entry = walked.get(walk_key)
         if entry is None:
-            entry = walked[walk_key] = frame_entry(binding, key, scratch)
+            cancellation_checkpoint()
+            if disk_cache is None:
+                entry = frame_entry(binding, key, scratch)
+            else:
+                entry = entry_for(binding, key, scratch, shared, disk_cache)[0]
+            walked[walk_key] = entry
         words = entry.accept.tobytes()
         found = ids.get(words)
         size = len(table) * row_bytes + 4 * (n_roots + entry.open_roots.size) + 24 * n

@@ -166,19 +166,20 @@ class SliceTables:
         return found
 
 
-def build_raw(binding) -> RawSlices:
+def build_raw(vocab) -> RawSlices:
     """One pass over token bytes and one over trie nodes per distinct slice automaton (the
-    bounded string slices share the unbounded one's counts). Every token of the trie counts
-    (`has_bytes`), so the result does not depend on the artifact."""
+    bounded string slices share the unbounded one's counts), over a tokenizer's `VocabTables`.
+    Every token of the trie counts (`has_bytes`), so the result does not depend on the
+    artifact."""
     counts_fn, subtree_fn = _jitted()
     by_dfa: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     counts_out, submax_out = [], []
     for s in default_slices():
         if id(s.dfa) not in by_dfa:
-            counts = np.empty(binding.vocab_size, dtype=np.int32)
-            counts_fn(binding.offsets, binding.data, s.dfa, binding.has_bytes, counts)
-            submax = np.empty(binding.node_byte.shape[0], dtype=np.int32)
-            subtree_fn(counts, binding.token_start, binding.token_ids, binding.parent, submax)
+            counts = np.empty(vocab.vocab_size, dtype=np.int32)
+            counts_fn(vocab.offsets, vocab.data, s.dfa, vocab.has_bytes, counts)
+            submax = np.empty(vocab.node_byte.shape[0], dtype=np.int32)
+            subtree_fn(counts, vocab.token_start, vocab.token_ids, vocab.parent, submax)
             by_dfa[id(s.dfa)] = (counts, submax)
         counts_out.append(by_dfa[id(s.dfa)][0])
         submax_out.append(by_dfa[id(s.dfa)][1])
@@ -190,81 +191,156 @@ def specialise(raw: RawSlices, byte_token: np.ndarray) -> SliceTables:
     return SliceTables(raw, byte_token)
 
 
+FAIL = -1  # `_search`: not safe
+
+
+def _search(gnext, byte_class, accepting, is_repeat, rep_start, cost, need, dfa, max_chars,
+            g, left, max_depth):  # fmt: skip
+    """`is_safe` over the product automaton (see there); the height, or FAIL. `left < 0`: the
+    counter cannot run out within one token. A pair is `(restarts used * 8 + slice state) *
+    n_states + machine state`."""
+    n_states = gnext.shape[0]
+    width = 8 * n_states
+    bounded = left >= 0
+    height = cost[g] + need[g]
+    work = [g]
+    if max_chars == 0:
+        seen = {g}
+        while len(work):
+            pair = work.pop()
+            used = pair // width
+            rest = pair % width
+            ss = rest // n_states
+            state = rest % n_states
+            any_restart = False
+            for b in range(256):
+                nss = np.int64(dfa[ss, b])
+                if nss < 0:
+                    continue
+                sym = byte_class[b]
+                a = np.int64(gnext[state, sym])
+                restarted = 0
+                if a < 0:
+                    if not (is_repeat[state] and accepting[state]):
+                        return FAIL
+                    if a == -1:
+                        restarted = 1
+                        any_restart = True
+                        a = np.int64(gnext[rep_start[state], sym])
+                    if a < 0:
+                        return FAIL
+                height = max(height, cost[g] + need[a])
+                more = used + restarted if bounded else 0
+                if more > 0:  # a restart of a bounded counter inside an unbounded slice
+                    return FAIL
+                nxt = more * width + nss * n_states + a
+                if nxt not in seen:
+                    seen.add(nxt)
+                    work.append(nxt)
+            if any_restart and bounded and used + 1 > left:
+                return FAIL
+        return height if height <= max_depth else FAIL
+    boundary = {g}
+    previous = {g}
+    for rnd in range(max_chars):
+        if rnd > 0 and boundary == previous:  # a fixed point: further rounds change nothing
+            break
+        previous = boundary
+        after = {g}  # typed from an element (numba), then emptied
+        after.clear()
+        work.clear()
+        for pair in boundary:
+            work.append(pair)
+        seen = set(boundary)
+        while len(work):
+            pair = work.pop()
+            used = pair // width
+            rest = pair % width
+            ss = rest // n_states
+            state = rest % n_states
+            any_restart = False
+            for b in range(256):
+                nss = np.int64(dfa[ss, b])
+                if nss < 0:
+                    continue
+                sym = byte_class[b]
+                a = np.int64(gnext[state, sym])
+                restarted = 0
+                if a < 0:
+                    if not (is_repeat[state] and accepting[state]):
+                        return FAIL
+                    if a == -1:
+                        restarted = 1
+                        any_restart = True
+                        a = np.int64(gnext[rep_start[state], sym])
+                    if a < 0:
+                        return FAIL
+                height = max(height, cost[g] + need[a])
+                more = used + restarted if bounded else 0
+                nxt = more * width + nss * n_states + a
+                if nss == 0:  # a character boundary
+                    after.add(nxt)
+                elif nxt not in seen:
+                    seen.add(nxt)
+                    work.append(nxt)
+            if any_restart and bounded and used + 1 > left:
+                return FAIL
+        boundary = after
+    return height if height <= max_depth else FAIL
+
+
+@functools.cache
+def _search_jitted():
+    from numba import njit
+
+    return njit(cache=True, nogil=True)(_search)
+
+
 def is_safe(tables: Tables, key: int, s: Slice, longest: int) -> int | None:
-    """Does the top frame with frame key `key` consume every member of `s` within itself, by
-    shifts and restarts of its own counted repetition alone (no call, return or death)? Then
-    the height its members need (the frame's rule cost plus the largest completion need of the
-    states they pass through, as the kernel counts heights), else None.
+    """Does the top frame with frame key `key` consume every member of `s`, by shifts and
+    restarts of its own counted repetition alone, or by one call into a machine that consumes
+    them so (no other call, no return, no death)? Then the height its members need (as the
+    kernel counts heights: the largest `rule frames up to a frame + its completion need` over
+    the frames a member rewrites or pushes), else None.
 
     Search over (slice state, machine state, restarts used) of the product automaton, a
     restart being allowed while the frame has iterations left: unbounded slices need every
     reachable pair to move on every byte the slice allows (and, for a counter that can run
     out, no restart at all); bounded ones expand the pairs at character boundaries `max_chars`
-    times (or until a boundary set repeats). Members are tokens, at most `longest` bytes, and a
-    restart consumes a byte, so `longest` iterations left is as good as unlimited.
+    times (or until the boundary set stops changing). Members are tokens, at most `longest`
+    bytes, and a restart consumes a byte, so `longest` iterations left is as good as
+    unlimited. The call case is a string body compiled as a counted repetition
+    (`minLength: 1`): every byte a member can start with makes the frame call one repeat
+    machine, which then consumes the member; the frame below becomes the call's return state.
+    The search is compiled (`_search`): it runs for every state whose frame entry is computed,
+    and in Python it cost as much as the trie walk.
     """
     g, left, _ = unclip(key)
-    n_states = tables.next.shape[0]
-    width = 8 * n_states  # one restart count's block of (slice state, machine state) pairs
-    if not tables.is_repeat[g] or left >= longest:
-        left = None  # unlimited within one token
     need = np.maximum(tables.need, tables.need_more)
-    height = int(tables.cost[g]) + int(need[g])
-
-    def expand(pair: int) -> np.ndarray | None:
-        nonlocal height
-        used, rest = divmod(pair, width)
-        slice_state, state = divmod(rest, n_states)
-        byte_values, targets = s.rows[slice_state]
-        symbols = tables.byte_class[byte_values]
-        actions = tables.next[state, symbols].astype(np.int64)
-        restarted = np.zeros(actions.shape, dtype=bool)
-        if (actions < 0).any():
-            if not (tables.is_repeat[state] and tables.accepting[state]):
-                return None
-            restarted = actions == -1
-            actions = np.where(restarted, tables.next[int(tables.rep_start[state]), symbols], actions)
-            if (actions < 0).any():
-                return None
-            if left is not None and used + 1 > left:
-                return None
-        height = max(height, int(tables.cost[g]) + int(need[actions].max(initial=0)))
-        more = used + restarted if left is not None else np.zeros_like(actions)
-        return np.unique(more * width + targets * n_states + actions)
-
-    if s.max_chars == 0:
-        seen = {g}  # encoded (restarts, slice state, machine state); slice state 0 included
-        work = [g]
-        while work:
-            found = expand(work.pop())
-            if found is None:
-                return None
-            for nxt in found.tolist():
-                if nxt >= width:  # a restart of a bounded counter inside an unbounded slice
-                    return None
-                if nxt not in seen:
-                    seen.add(nxt)
-                    work.append(nxt)
-        return height if height <= tables.max_depth else None
-    boundary = {g}
-    seen_boundaries: set[frozenset[int]] = set()
-    for _ in range(s.max_chars):
-        key = frozenset(boundary)
-        if key in seen_boundaries:
-            break
-        seen_boundaries.add(key)
-        after: set[int] = set()
-        work = sorted(boundary)
-        seen = set(work)
-        while work:
-            found = expand(work.pop())
-            if found is None:
-                return None
-            for nxt in found.tolist():
-                if nxt % width < n_states:  # slice state 0: a character boundary
-                    after.add(nxt)
-                elif nxt not in seen:
-                    seen.add(nxt)
-                    work.append(nxt)
-        boundary = after
+    found = _search_from(tables, g, left if tables.is_repeat[g] else longest, s, longest, need)
+    if found is not None:
+        return found
+    firsts = np.flatnonzero(s.dfa[0] >= 0)
+    actions = tables.next[g, tables.byte_class[firsts]]
+    if not actions.size or actions[0] > -2 or (actions != actions[0]).any():
+        return None
+    k = -2 - int(actions[0])
+    callee, ret = (int(v) for v in tables.calls[k])
+    inner_left = int(min(tables.call_entry[k, 0], longest)) if tables.is_repeat[callee] else longest
+    inner = _search_from(tables, callee, inner_left, s, longest, need)
+    if inner is None:
+        return None
+    below = int(tables.cost[g])  # the return state's frame: rule frames up to it
+    height = max(below + int(need[ret]), below + inner)
     return height if height <= tables.max_depth else None
+
+
+def _search_from(tables: Tables, g: int, left: int, s: Slice, longest: int, need) -> int | None:
+    """`_search` from a frame at state `g` with `left` iterations left (`>= longest`:
+    unlimited within one token); None when not safe."""
+    found = _search_jitted()(
+        tables.next, tables.byte_class, tables.accepting, tables.is_repeat, tables.rep_start,
+        tables.cost, need, s.dfa, s.max_chars, g, -1 if left >= longest else left,
+        tables.max_depth,
+    )  # fmt: skip
+    return None if found == FAIL else int(found)

@@ -22,6 +22,7 @@ from trgc.decode.generate import DecodeResult, Identity, decode
 from trgc.decode.sampler import SamplerSettings
 from trgc.decode.session import elapsed_us
 from trgc.engine.binding import compiler_version
+from trgc.engine.diskcache import DiskCache
 from trgc.engine.matcher import Matcher
 from trgc.errors import TrgcError
 from trgc.integrations.model_logits import ModelLogits, encode_prompt, prompt_policy_sha256
@@ -58,8 +59,10 @@ def generate_with_model(
     on_step: Callable[[int], None] | None = None,
     on_phase: Callable[[str], None] | None = None,
     cancelled: Callable[[], bool] | None = None,
+    disk_cache: DiskCache | None = None,
 ) -> DecodeResult:
-    """Generate under the artifact at `artifact_path` with `model` (a spec or a loaded model).
+    """Generate under the artifact at `artifact_path` with `model` (a spec or a loaded model),
+    with frame entries read from and published to `disk_cache` when given.
 
     `on_phase` is told what is happening before the first step ("loading the model",
     "binding the constraint", "generating"), for progress display."""
@@ -81,7 +84,7 @@ def generate_with_model(
     table = loaded.table
     phase("binding the constraint")
     start = time.perf_counter_ns()
-    matcher = Matcher(artifact, table)
+    matcher = Matcher(artifact, table, disk_cache=disk_cache)
     timings["bind_us"] = elapsed_us(start)
     source = ModelLogits(
         loaded.model,

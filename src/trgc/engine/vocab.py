@@ -1,0 +1,141 @@
+"""What the mask engine derives from a token table alone, built once per tokenizer.
+
+Binding an artifact to a tokenizer must not cost a pass over the vocabulary per artifact (time
+to first mask, docs/mask-engine.md section 5): everything here depends on the token table only,
+so it is built on the first binding and reused by every later one over a table with the same
+identity (`vocab_tables`: memoised by the table's SHA-256 for as long as a binding holds it,
+thread-safe; equal identities mean equal contents, hence equal tables and trie). A binding then
+only patches in the few ids its grammar names as special symbols.
+
+* `has_bytes`: normal or byte-fallback tokens with at least one byte (the trie's tokens);
+* `byte_base`: `has_bytes` minus the EOS ids, the tokens matched by bytes when the grammar
+  names no special token;
+* the trie arrays in the dtypes the kernel reads, and `node_tok`: the one `byte_base` token
+  ending at each trie node (-1 none, -2 several: read the CSR lists), so that the common node
+  costs the kernel one load instead of a loop;
+* the trie identity (`trie_id`, a SHA-256 of the trie arrays, computed on first use), which
+  cache files and disk-cache entries name because their open roots are trie nodes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import weakref
+from dataclasses import dataclass, field
+
+import numpy as np
+
+KIND_NORMAL, KIND_BYTE = 0, 1
+
+_memo: weakref.WeakValueDictionary = weakref.WeakValueDictionary()  # sha256 -> VocabTables
+_lock = threading.Lock()
+
+
+@dataclass(frozen=True, eq=False)
+class VocabTables:
+    """A token table's engine-side tables (read-only arrays; see the module docstring)."""
+
+    sha256: str
+    vocab_size: int
+    offsets: np.ndarray  # int64[V + 1]
+    data: np.ndarray  # uint8
+    has_bytes: np.ndarray  # bool[V]
+    byte_base: np.ndarray  # bool[V]: has_bytes and not EOS
+    eos_ids: np.ndarray  # int64, sorted
+    node_byte: np.ndarray  # uint8[n_nodes]
+    node_depth: np.ndarray  # int32[n_nodes]
+    subtree_end: np.ndarray  # int32[n_nodes]
+    parent: np.ndarray  # int32[n_nodes]
+    token_start: np.ndarray  # int32[n_nodes + 1]
+    token_ids: np.ndarray  # int32
+    node_tok: np.ndarray  # int32[n_nodes]: the one byte_base token at the node, -1, or -2
+    node_of: np.ndarray  # int32[V]: the trie node a token ends at (-1: not in the trie)
+    longest: int  # the deepest trie node: the longest token in bytes
+    _lazy: dict = field(default_factory=dict, repr=False)
+
+    def trie_id(self) -> str:
+        """`sha256:` of the trie arrays (computed on first use)."""
+        found = self._lazy.get("trie_id")
+        if found is None:
+            digest = hashlib.sha256()
+            for array in (self.node_byte, self.node_depth, self.subtree_end, self.token_start,
+                          self.token_ids):  # fmt: skip
+                digest.update(np.ascontiguousarray(array).tobytes())
+            found = self._lazy["trie_id"] = "sha256:" + digest.hexdigest()
+        return found
+
+    def node_tokens(self, excluded: np.ndarray) -> np.ndarray:
+        """`node_tok` for a binding whose byte tokens are `byte_base` minus `excluded` (the ids
+        its grammar names as special symbols): the shared array when none is in the trie."""
+        nodes = self.node_of[excluded] if excluded.size else excluded
+        nodes = nodes[nodes >= 0] if nodes.size else nodes
+        if not nodes.size:
+            return self.node_tok
+        out = self.node_tok.copy()
+        hit = out[nodes] >= 0  # a single token at the node: it is the excluded one
+        out[nodes[hit]] = -1
+        out.flags.writeable = False  # nodes with several tokens (-2) check byte_token
+        return out
+
+
+def _read_only(array: np.ndarray, dtype) -> np.ndarray:
+    out = np.ascontiguousarray(array, dtype=dtype)
+    if out is array:
+        out = out.view()
+    out.flags.writeable = False
+    return out
+
+
+def _build(tokenizer) -> VocabTables:
+    offsets = _read_only(tokenizer.offsets, np.int64)
+    kinds = np.asarray(tokenizer.kinds)
+    has_bytes = ((kinds == KIND_NORMAL) | (kinds == KIND_BYTE)) & (np.diff(offsets) > 0)
+    eos = np.array(sorted({int(i) for i in tokenizer.eos_ids}), dtype=np.int64)
+    byte_base = has_bytes.copy()
+    byte_base[eos] = False
+    trie = tokenizer.trie
+    token_start = _read_only(trie.token_start, np.int32)
+    token_ids = _read_only(trie.token_ids, np.int32)
+    node_depth = _read_only(trie.node_depth, np.int32)
+    n_nodes = int(node_depth.shape[0])
+    counts = np.diff(token_start)
+    node_tok = np.full(n_nodes, -1, dtype=np.int32)
+    one = np.flatnonzero(counts == 1)
+    first = token_ids[token_start[one]]
+    node_tok[one] = np.where(byte_base[first], first, -1)
+    node_tok[counts > 1] = -2
+    node_of = np.full(int(tokenizer.vocab_size), -1, dtype=np.int32)
+    node_of[token_ids] = np.repeat(np.arange(n_nodes, dtype=np.int32), counts)
+    for array in (has_bytes, byte_base, eos, node_tok, node_of):
+        array.flags.writeable = False
+    return VocabTables(
+        sha256=str(tokenizer.sha256),
+        vocab_size=int(tokenizer.vocab_size),
+        offsets=offsets,
+        data=_read_only(tokenizer.data, np.uint8),
+        has_bytes=has_bytes,
+        byte_base=byte_base,
+        eos_ids=eos,
+        node_byte=_read_only(trie.node_byte, np.uint8),
+        node_depth=node_depth,
+        subtree_end=_read_only(trie.subtree_end, np.int32),
+        parent=_read_only(trie.parent, np.int32),
+        token_start=token_start,
+        token_ids=token_ids,
+        node_tok=node_tok,
+        node_of=node_of,
+        longest=int(node_depth.max()) if n_nodes else 0,
+    )
+
+
+def vocab_tables(tokenizer) -> VocabTables:
+    """The `VocabTables` of a `TokenTable` (built on first use, then shared by identity)."""
+    identity = str(tokenizer.sha256)
+    with _lock:
+        found = _memo.get(identity)
+    if found is None:
+        built = _build(tokenizer)
+        with _lock:
+            found = _memo.setdefault(identity, built)
+    return found

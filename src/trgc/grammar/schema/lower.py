@@ -1314,8 +1314,12 @@ class Lowering(Combinators, ArrayKeywords):
             if names_node is None:
                 regions = []
         extra = self._extra_members(keys, regions, names, names_node, names)
-        body = self._member_list(members, extra or None)
         pred = presence_predicate(self, v, pointer)
+        if not members and extra and pred is not None and pred[0] == "count":
+            return self._counted_map(
+                extra, pred[1], pred[2], v.get("minProperties", (0, pointer))[1]
+            )
+        body = self._member_list(members, extra or None)
         if pred is None:
             return body
         forms = [pair for pair, _ in members]
@@ -1336,10 +1340,48 @@ class Lowering(Combinators, ArrayKeywords):
             self._no(pointer, "no object has the members minProperties/maxProperties/dependentRequired ask for")
             return None
         condition = language(b, self.layout, member_set, folded)
+        if condition is None and extra:
+            raise unsupported(
+                "minProperties",
+                v.get("minProperties", (0, pointer))[1],
+                "minProperties beyond the declared members would count additional members, "
+                "whose names a finite automaton cannot keep distinct",
+                hint="declare the members the object must have (properties and required)",
+            )
         if condition is None:
             self._no(pointer, "no object has the members the presence keywords ask for")
             return None
         return b.and_(body, condition, origin=f"{pointer} (member presence)")
+
+    def _counted_map(
+        self, extra: list[tuple[int, int]], lo: int, hi: int | None, lo_ptr: str
+    ) -> int:
+        """An object of additional members only, `lo..hi` of them, without a product: `{` E
+        (`,` E){0,hi-1} `}` with the bound a counter (so maxProperties may reach the repetition
+        limit). At least one member is all a lower bound can ask: two additional members may
+        repeat a name, which a finite automaton cannot rule out."""
+        b = self.b
+        if hi == 0:
+            return self.layout.empty("{}")
+        if lo > 1:
+            raise unsupported(
+                "minProperties",
+                lo_ptr,
+                f"minProperties {lo} over additional members only would count members whose "
+                "names a finite automaton cannot keep distinct",
+                hint="declare the members the object must have (properties and required)",
+            )
+        first, later = self._extra_uses(extra, 2)
+        more = b.rep(
+            b.seq(self.layout.comma(), later),
+            0,
+            None if hi is None else hi - 1,
+            counted=hi is not None,
+        )
+        body = b.seq(first, more)
+        return b.seq(
+            self.layout.token("{"), b.opt(body) if lo == 0 else body, self.layout.token("}")
+        )
 
     def _extra_members(
         self,

@@ -35,6 +35,7 @@ from trgc.grammar.schema.keywords import (
     SUPPORTED_FORMATS,
     status_of,
 )
+from trgc.grammar.schema.memberorder import MAX_FREE_MEMBERS, MemberOrder, check_order
 from trgc.grammar.schema.nodes import Builder
 from trgc.grammar.schema.normalize import (
     CONTAINERS,
@@ -142,7 +143,7 @@ def _type_matches(value: object, name: str) -> bool:
     return actual == name or (name == "number" and actual == "integer")
 
 
-class Lowering(Combinators, ArrayKeywords):
+class Lowering(Combinators, ArrayKeywords, MemberOrder):
     """One lowering run; `run()` returns the finished grammar."""
 
     def __init__(
@@ -156,6 +157,7 @@ class Lowering(Combinators, ArrayKeywords):
         ignore_keywords: tuple[str, ...] = (),
         unknown_keywords: str = "error",
         max_whitespace: int = DEFAULT_MAX_WHITESPACE,
+        member_order: str = "declared",
     ) -> None:
         if unknown_keywords not in MODES:
             raise TrgcError(
@@ -163,6 +165,7 @@ class Lowering(Combinators, ArrayKeywords):
                 f"unknown_keywords must be 'error' or 'annotate', got {unknown_keywords!r}",
             )
         check_mode(whitespace, max_whitespace)
+        check_order(member_order)
         check_limit("max_depth", max_depth, limits.max_depth, "max_depth")
         self.root = root
         self.draft = detect_draft(root)
@@ -192,6 +195,9 @@ class Lowering(Combinators, ArrayKeywords):
         }
         if whitespace == "flexible":
             self.grammar.options["max_whitespace"] = max_whitespace
+        self.member_order = member_order
+        if member_order != "declared":  # recorded only when set: declared-order bytes unchanged
+            self.grammar.options["member_order"] = member_order
         self.b = Builder(self.grammar, limits.states)
         self.layout = Layout(self.b, whitespace, max_whitespace)
         self.rule_of: dict[str, str] = {}
@@ -1319,7 +1325,10 @@ class Lowering(Combinators, ArrayKeywords):
             return self._counted_map(
                 extra, pred[1], pred[2], v.get("minProperties", (0, pointer))[1]
             )
-        body = self._member_list(members, extra or None)
+        if self.member_order == "any" and 2 <= len(members) <= MAX_FREE_MEMBERS:
+            body = self._free_member_list(members, extra or None)
+        else:
+            body = self._member_list(members, extra or None)
         if pred is None:
             return body
         forms = [pair for pair, _ in members]
@@ -1581,6 +1590,7 @@ def lower_schema(
     source_sha256: str = "",
     ignore_keywords: tuple[str, ...] = (),
     unknown_keywords: str = "error",
+    member_order: str = "declared",
 ) -> Grammar:
     """Lower a parsed schema (object or boolean) to a grammar whose start rule is `root`.
 
@@ -1590,6 +1600,8 @@ def lower_schema(
     `separators` is its older name (compact or pretty), accepted when `whitespace` is not given.
     `unknown_keywords="annotate"` reads every name outside the matrix as an annotation
     (`trgc.grammar.schema.annotations`); the names are recorded in the options too.
+    `member_order="any"` admits the declared members of small objects in any order
+    (`trgc.grammar.schema.memberorder`), recorded in the options.
     """
     grammar = Lowering(
         schema,
@@ -1600,6 +1612,7 @@ def lower_schema(
         limits=limits,
         ignore_keywords=ignore_keywords,
         unknown_keywords=unknown_keywords,
+        member_order=member_order,
     ).run()
     grammar.source_sha256 = source_sha256
     return grammar

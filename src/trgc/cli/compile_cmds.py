@@ -23,6 +23,7 @@ from trgc.cli.common import (
     stdout_console,
     warn_annotations,
 )
+from trgc.cli.schema_cmds import MemberOrderOption
 from trgc.errors import EXIT_DIFFERENT, EXIT_OK
 
 
@@ -60,6 +61,7 @@ def compile_command(
             "whose additionalProperties is not false.",
         ),
     ] = False,
+    member_order: MemberOrderOption = "declared",
     ignore_keyword: Annotated[
         list[str] | None,
         typer.Option(
@@ -98,6 +100,7 @@ def compile_command(
         open_objects=open_objects,
         ignore_keywords=tuple(ignore_keyword or ()),
         unknown_keywords=unknown_keywords,
+        member_order=member_order,
     )
     warn_annotations(artifact)
     file_bytes = compress(encode(artifact))

@@ -32,6 +32,18 @@ SeparatorsOption = Annotated[
     ),
 ]
 
+MemberOrderOption = Annotated[
+    str,
+    typer.Option(
+        "--member-order",
+        metavar="ORDER",
+        help="JSON Schema only: `declared` (the default: members in declared order, the order a "
+        "generator writes) or `any` (the declared members of objects with at most six of them in "
+        "any order, each once; additional members still last; larger objects keep declared "
+        "order). Recorded in the artifact, so it changes the identity.",
+    ),
+]
+
 conformance_app = typer.Typer(
     name="conformance",
     help="Measure trj-1 against upstream test suites, with a committed classification as a ratchet.",
@@ -220,6 +232,7 @@ def coverage_command(
         ),
     ] = None,
     unknown_keywords: UnknownKeywordsOption = "error",
+    member_order: MemberOrderOption = "declared",
     peer: Annotated[
         str | None,
         typer.Option(
@@ -267,6 +280,7 @@ def coverage_command(
             open_objects=open_objects,
             ignore_keywords=tuple(ignore_keyword or ()),
             unknown_keywords=unknown_keywords,
+            member_order=member_order,
             peer=peer_runner,
         )
     else:
@@ -283,6 +297,7 @@ def coverage_command(
                 open_objects=open_objects,
                 ignore_keywords=tuple(ignore_keyword or ()),
                 unknown_keywords=unknown_keywords,
+                member_order=member_order,
                 peer=peer_runner,
                 progress=lambda: bar.advance(task),
             )

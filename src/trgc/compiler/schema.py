@@ -27,6 +27,7 @@ def compile_schema(
     source: str | None = None,
     ignore_keywords: tuple[str, ...] = (),
     unknown_keywords: str = "error",
+    member_order: str = "declared",
 ) -> Artifact:
     """Compile a JSON Schema (a parsed object, JSON text or bytes) into an Artifact.
 
@@ -36,7 +37,9 @@ def compile_schema(
     undeclared members (after the declared ones) in every object; `ignore_keywords` are
     keywords the caller explicitly treats as annotations; `unknown_keywords="annotate"` treats
     every name outside the keyword matrix so. Both are recorded in the artifact's options, so
-    they change its identity.
+    they change its identity. `member_order="any"` admits the declared members of objects of
+    at most six of them in any order (recorded too); "declared" (the default) keeps the
+    declared order, the order a generator writes.
     """
     limits = limits or DEFAULT_LIMITS
     try:
@@ -52,6 +55,7 @@ def compile_schema(
             source_sha256=digest,
             ignore_keywords=tuple(ignore_keywords),
             unknown_keywords=unknown_keywords,
+            member_order=member_order,
         )
         try:
             return compile_ast(grammar, limits=limits)

@@ -29,11 +29,12 @@ def compile_source(
     ignore_keywords: tuple[str, ...] = (),
     unknown_keywords: str = "error",
     max_whitespace: int = DEFAULT_MAX_WHITESPACE,
+    member_order: str = "declared",
 ) -> Artifact:
     """Compile `data` (named `source` in errors) with the compiler its name or content selects.
 
     `strict` applies to grammars; `separators` (the whitespace mode), `max_whitespace`,
-    `open_objects`, `ignore_keywords` and `unknown_keywords` to schemas.
+    `open_objects`, `ignore_keywords`, `unknown_keywords` and `member_order` to schemas.
     """
     if is_schema_source(source, data):
         return compile_schema(
@@ -45,5 +46,6 @@ def compile_source(
             source=source,
             ignore_keywords=ignore_keywords,
             unknown_keywords=unknown_keywords,
+            member_order=member_order,
         )
     return compile_grammar(data, limits=limits, strict=strict, source=source)

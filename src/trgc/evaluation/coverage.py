@@ -93,6 +93,7 @@ def run_schema(
     open_objects: bool = False,
     ignore_keywords: tuple[str, ...] = (),
     unknown_keywords: str = "error",
+    member_order: str = "declared",
     peer=None,
 ) -> SchemaResult:
     raw = read_file(path, "benchmark")
@@ -106,6 +107,7 @@ def run_schema(
             limits=limits,
             ignore_keywords=ignore_keywords,
             unknown_keywords=unknown_keywords,
+            member_order=member_order,
         )
     except TrgcError as error:
         elapsed = time.perf_counter() - start
@@ -190,6 +192,7 @@ def run_coverage(
     open_objects: bool = False,
     ignore_keywords: tuple[str, ...] = (),
     unknown_keywords: str = "error",
+    member_order: str = "declared",
     limits: Limits | None = None,
     progress=None,
     peer=None,
@@ -212,6 +215,7 @@ def run_coverage(
                     open_objects=open_objects,
                     ignore_keywords=ignore_keywords,
                     unknown_keywords=unknown_keywords,
+                    member_order=member_order,
                     peer=peer,
                 )
             )

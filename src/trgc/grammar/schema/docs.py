@@ -49,6 +49,7 @@ trgc compile schema.json --whitespace compact       # "," ":" (default pretty: "
 trgc compile schema.json --whitespace flexible --max-whitespace 4   # bounded JSON whitespace
 trgc compile schema.json --unknown-keywords annotate  # names outside the matrix are annotations
 trgc compile schema.json --open-objects             # admit undeclared members after declared ones
+trgc compile schema.json --member-order any         # declared members of small objects in any order
 trgc check schema.trga doc.json                     # says which --whitespace would accept doc.json
 trgc keywords [--json]                              # this matrix
 trgc conformance jsts ../shared/corpora/json-schema-test-suite   # classified suite run (ratchet)
@@ -93,6 +94,20 @@ whitespace (space, tab, line feed, carriage return) as users write it, at most
 around the value, so a model cannot run away in whitespace. The mode (and the bound) is in the
 artifact's options. `trgc check` on a document rejected only for its whitespace says which
 option would accept it. (`--separators` is the option's older name.)
+
+## Member order: `--member-order declared|any`
+
+`declared` (the default) writes an object's members in declared order, the order a generator
+should produce; a valid document written in another order is refused (on the visible
+JSONSchemaBench instances, 251 of 5,298 valid instances, in 155 schemas, are not written in
+declared order). `any` (`compile_schema(..., member_order="any")`) admits the declared members
+of an object with at most 6 of them in any order, each at most once and the required ones
+present; additional members (open objects, `additionalProperties` or `patternProperties`)
+still come after the declared ones, and an object with more declared members keeps declared
+order (a subset of the valid orders, so nothing invalid is admitted). The construction is one
+shared machine per set of members already written (2^n machines of at most n + 1 branches),
+each reading up to the object's `}`. The order is recorded in the artifact's options (only when
+`any`, so declared-order artifacts keep their bytes).
 """
 
 _LOWERING = """\
@@ -159,7 +174,12 @@ at a time (a keyword only constrains its own type):
   member forms (fresh copies of the same member automata) that only look at which members
   occur; the object is their intersection with its member list, which is exact. Additional
   members count once towards `minProperties`: two of them might repeat a name, which no finite
-  automaton can rule out.
+  automaton can rule out, so a lower bound the declared members cannot reach is
+  `E_UNSUPPORTED_KEYWORD` (`minProperties`). An object of additional members only (a map:
+  `additionalProperties` or `patternProperties` without `properties`) needs no product: its
+  count is a counter, `{` E (`,` E){0,max-1} `}`, so `maxProperties` reaches the repetition
+  limit (2^20); a product counts in states, so beside declared members the bound is limited by
+  the `states` limit.
 * `patternProperties`: a declared member also takes the schema of every pattern that may match
   it; additional names form one region per set of patterns they surely match (narrow readings
   intersected with the complements of the wide readings of the others), their value the

@@ -207,9 +207,14 @@ KEYWORDS: tuple[Keyword, ...] = (
         "minProperties",
         SUPPORTED,
         "object",
-        "exact: the member list intersected with the objects of enough members (an automata product); counted, bounded by the repetition limit",
+        "exact: the member list intersected with the objects of enough members (an automata product); over a map (additional members only) a counter, bounded by the repetition limit; above one over additional members only E_UNSUPPORTED_KEYWORD (their names may repeat)",
     ),
-    Keyword("maxProperties", SUPPORTED, "object", "as minProperties"),
+    Keyword(
+        "maxProperties",
+        SUPPORTED,
+        "object",
+        "exact: as minProperties (a product beside declared members); over a map a counter, up to the repetition limit",
+    ),
     Keyword(
         "dependentRequired",
         SUPPORTED,

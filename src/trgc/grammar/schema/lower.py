@@ -35,6 +35,7 @@ from trgc.grammar.schema.keywords import (
     SUPPORTED_FORMATS,
     status_of,
 )
+from trgc.grammar.schema.memberorder import MAX_FREE_MEMBERS, MemberOrder, check_order
 from trgc.grammar.schema.nodes import Builder
 from trgc.grammar.schema.normalize import (
     CONTAINERS,
@@ -142,7 +143,7 @@ def _type_matches(value: object, name: str) -> bool:
     return actual == name or (name == "number" and actual == "integer")
 
 
-class Lowering(Combinators, ArrayKeywords):
+class Lowering(Combinators, ArrayKeywords, MemberOrder):
     """One lowering run; `run()` returns the finished grammar."""
 
     def __init__(
@@ -156,6 +157,7 @@ class Lowering(Combinators, ArrayKeywords):
         ignore_keywords: tuple[str, ...] = (),
         unknown_keywords: str = "error",
         max_whitespace: int = DEFAULT_MAX_WHITESPACE,
+        member_order: str = "declared",
     ) -> None:
         if unknown_keywords not in MODES:
             raise TrgcError(
@@ -163,6 +165,7 @@ class Lowering(Combinators, ArrayKeywords):
                 f"unknown_keywords must be 'error' or 'annotate', got {unknown_keywords!r}",
             )
         check_mode(whitespace, max_whitespace)
+        check_order(member_order)
         check_limit("max_depth", max_depth, limits.max_depth, "max_depth")
         self.root = root
         self.draft = detect_draft(root)
@@ -192,6 +195,9 @@ class Lowering(Combinators, ArrayKeywords):
         }
         if whitespace == "flexible":
             self.grammar.options["max_whitespace"] = max_whitespace
+        self.member_order = member_order
+        if member_order != "declared":  # recorded only when set: declared-order bytes unchanged
+            self.grammar.options["member_order"] = member_order
         self.b = Builder(self.grammar, limits.states)
         self.layout = Layout(self.b, whitespace, max_whitespace)
         self.rule_of: dict[str, str] = {}
@@ -1324,8 +1330,15 @@ class Lowering(Combinators, ArrayKeywords):
             if names_node is None:
                 regions = []
         extra = self._extra_members(keys, regions, names, names_node, names)
-        body = self._member_list(members, extra or None)
         pred = presence_predicate(self, v, pointer)
+        if not members and extra and pred is not None and pred[0] == "count":
+            return self._counted_map(
+                extra, pred[1], pred[2], v.get("minProperties", (0, pointer))[1]
+            )
+        if self.member_order == "any" and 2 <= len(members) <= MAX_FREE_MEMBERS:
+            body = self._free_member_list(members, extra or None)
+        else:
+            body = self._member_list(members, extra or None)
         if pred is None:
             return body
         forms = [pair for pair, _ in members]
@@ -1346,10 +1359,48 @@ class Lowering(Combinators, ArrayKeywords):
             self._no(pointer, "no object has the members minProperties/maxProperties/dependentRequired ask for")
             return None
         condition = language(b, self.layout, member_set, folded)
+        if condition is None and extra:
+            raise unsupported(
+                "minProperties",
+                v.get("minProperties", (0, pointer))[1],
+                "minProperties beyond the declared members would count additional members, "
+                "whose names a finite automaton cannot keep distinct",
+                hint="declare the members the object must have (properties and required)",
+            )
         if condition is None:
             self._no(pointer, "no object has the members the presence keywords ask for")
             return None
         return b.and_(body, condition, origin=f"{pointer} (member presence)")
+
+    def _counted_map(
+        self, extra: list[tuple[int, int]], lo: int, hi: int | None, lo_ptr: str
+    ) -> int:
+        """An object of additional members only, `lo..hi` of them, without a product: `{` E
+        (`,` E){0,hi-1} `}` with the bound a counter (so maxProperties may reach the repetition
+        limit). At least one member is all a lower bound can ask: two additional members may
+        repeat a name, which a finite automaton cannot rule out."""
+        b = self.b
+        if hi == 0:
+            return self.layout.empty("{}")
+        if lo > 1:
+            raise unsupported(
+                "minProperties",
+                lo_ptr,
+                f"minProperties {lo} over additional members only would count members whose "
+                "names a finite automaton cannot keep distinct",
+                hint="declare the members the object must have (properties and required)",
+            )
+        first, later = self._extra_uses(extra, 2)
+        more = b.rep(
+            b.seq(self.layout.comma(), later),
+            0,
+            None if hi is None else hi - 1,
+            counted=hi is not None,
+        )
+        body = b.seq(first, more)
+        return b.seq(
+            self.layout.token("{"), b.opt(body) if lo == 0 else body, self.layout.token("}")
+        )
 
     def _extra_members(
         self,
@@ -1549,6 +1600,7 @@ def lower_schema(
     source_sha256: str = "",
     ignore_keywords: tuple[str, ...] = (),
     unknown_keywords: str = "error",
+    member_order: str = "declared",
 ) -> Grammar:
     """Lower a parsed schema (object or boolean) to a grammar whose start rule is `root`.
 
@@ -1558,6 +1610,8 @@ def lower_schema(
     `separators` is its older name (compact or pretty), accepted when `whitespace` is not given.
     `unknown_keywords="annotate"` reads every name outside the matrix as an annotation
     (`trgc.grammar.schema.annotations`); the names are recorded in the options too.
+    `member_order="any"` admits the declared members of small objects in any order
+    (`trgc.grammar.schema.memberorder`), recorded in the options.
     """
     grammar = Lowering(
         schema,
@@ -1568,6 +1622,7 @@ def lower_schema(
         limits=limits,
         ignore_keywords=ignore_keywords,
         unknown_keywords=unknown_keywords,
+        member_order=member_order,
     ).run()
     grammar.source_sha256 = source_sha256
     return grammar

@@ -58,13 +58,19 @@ def read_bytes(
     code: str = "E_LIMIT_INPUT_BYTES",
     what: str = "the input",
     hint: str | None = "raise it with --limit input_bytes=N if this is intended",
+    magic: bytes = b"",
 ) -> bytes:
     """Read a whole file of at most `max_bytes` bytes, turning OS errors into `E_IO`.
 
     The size is checked with `fstat` before reading (a regular file larger than the cap is
     refused without reading it) and again while reading, in chunks, so a device such as
     /dev/zero, a pipe or a file that grows is refused after at most `max_bytes + 1` bytes. A
-    larger file is `code` (by default `E_LIMIT_INPUT_BYTES`, exit 3) naming the cap."""
+    larger file is `code` (by default `E_LIMIT_INPUT_BYTES`, exit 3) naming the cap.
+
+    With a `magic`, reading stops as soon as the bytes read so far show that the file does not
+    start with it: the caller's parser refuses the short prefix returned, so a device that is
+    no file of the kind costs a few bytes instead of the cap. Running out of memory while
+    reading is `code` as well (a cap can exceed the memory a machine has to spare)."""
 
     def too_large(size: str) -> TrgcError:
         return TrgcError(
@@ -90,10 +96,28 @@ def read_bytes(
                     break
                 chunks.append(chunk)
                 size += len(chunk)
+                if magic and not _may_start_with(chunks, magic):
+                    break
+        if size > max_bytes:
+            raise too_large("larger")
+        return b"".join(chunks)
+    except MemoryError:
+        chunks.clear()
+        raise TrgcError(
+            code,
+            f"not enough memory to read {what} (at most {max_bytes:,} bytes)",
+            source=str(path),
+            hint=hint,
+        ) from None
     except IsADirectoryError:
         raise TrgcError("E_IO", "cannot read: it is a directory", source=str(path)) from None
     except OSError as exc:
         raise TrgcError("E_IO", f"cannot read: {exc.strerror}", source=str(path)) from None
-    if size > max_bytes:
-        raise too_large("larger")
-    return b"".join(chunks)
+
+
+def _may_start_with(chunks: list[bytes], magic: bytes) -> bool:
+    """Whether the bytes in `chunks` are consistent with a file starting with `magic`."""
+    head = chunks[0][: len(magic)]
+    if len(head) < len(magic):  # a pipe may deliver the first bytes in several reads
+        head = b"".join(chunks)[: len(magic)]
+    return magic.startswith(head)

@@ -50,7 +50,17 @@ class Limits:
                 raise TrgcError(
                     "E_USAGE", f"limit {name} must be a non-negative integer, got {value!r}"
                 )
+            if value > MAX_LIMIT:
+                raise TrgcError(
+                    "E_USAGE",
+                    f"limit {name} = {value} is larger than {MAX_LIMIT:,} (2^63 - 1)",
+                    hint="an artifact records its limits as integers below 2^63",
+                )
         return replace(self, **overrides)
+
+
+# the largest value a limit may take: an artifact's LIMT section holds each limit below 2^63
+MAX_LIMIT = 2**63 - 1
 
 
 DEFAULT_LIMITS = Limits()
@@ -131,15 +141,19 @@ def file_cap(kind: str, limits: Limits = DEFAULT_LIMITS) -> int:
     return FILE_CAPS[kind].bytes(limits)
 
 
-def read_file(path: Path | str, kind: str, limits: Limits = DEFAULT_LIMITS) -> bytes:
-    """The bytes of a file of `kind`, refused with the kind's code once it exceeds its cap."""
+def read_file(
+    path: Path | str, kind: str, limits: Limits = DEFAULT_LIMITS, *, magic: bytes = b""
+) -> bytes:
+    """The bytes of a file of `kind`, refused with the kind's code once it exceeds its cap;
+    with a `magic`, only a short prefix of a file that does not start with it (see
+    `atomic.read_bytes`)."""
     cap = FILE_CAPS[kind]
     hint = (
         f"raise it with --limit {cap.limit}=N if this is intended"
         if cap.limit is not None
         else f"no {kind} trgc writes is that large"
     )
-    return read_bytes(path, cap.bytes(limits), code=cap.code, what=kind, hint=hint)
+    return read_bytes(path, cap.bytes(limits), code=cap.code, what=kind, hint=hint, magic=magic)
 
 
 _DIGITS = re.compile(r"[0-9]+(?:_[0-9]+)*", re.ASCII)

@@ -30,6 +30,7 @@ from trgc.errors import TrgcError
 from trgc.limits import read_file
 
 LogitsSource = Callable[[int, Sequence[int]], np.ndarray]
+NPY_MAGIC = b"\x93NUMPY"
 
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
@@ -73,7 +74,9 @@ class NpyLogits:
     """Logits supplied per step from a (steps, vocab_size) array stored as .npy."""
 
     def __init__(self, path: Path | str, vocab_size: int) -> None:
-        data = read_file(path, "logits")
+        data = read_file(path, "logits", magic=NPY_MAGIC)
+        if not data.startswith(NPY_MAGIC):  # np.load would take other bytes for a pickle
+            raise TrgcError("E_LOGITS_SOURCE", "not a .npy array: no .npy magic", source=str(path))
         self.sha256 = hashlib.sha256(data).hexdigest()
         try:
             array = np.load(io.BytesIO(data), allow_pickle=False)

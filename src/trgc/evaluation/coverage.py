@@ -9,9 +9,9 @@ instance is a soundness failure and is listed by schema and instance index.
 
 from __future__ import annotations
 
-import gzip
 import json
 import time
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,7 +19,7 @@ from trgc.artifact.check import check
 from trgc.compiler.schema import compile_schema
 from trgc.errors import TrgcError
 from trgc.grammar.schema.canonical import canonical_instance
-from trgc.limits import Limits, read_file
+from trgc.limits import Limits, file_cap, read_file
 
 
 @dataclass
@@ -65,16 +65,36 @@ class SchemaResult:
 
 
 def read_instances(path: Path) -> dict[str, list[tuple[bool, object]]]:
-    """`file -> [(valid, data), ...]` from one `<Subset>.jsonl.gz`."""
+    """`file -> [(valid, data), ...]` from one `<Subset>.jsonl.gz`: the file and its
+    decompressed text are each capped as a benchmark file (the cap is checked while
+    inflating), and a record nested past Python's recursion limit is refused like any other."""
     out: dict[str, list[tuple[bool, object]]] = {}
     try:
-        with gzip.open(path, "rt", encoding="utf-8") as handle:
-            for line in handle:
-                record = json.loads(line)
-                out.setdefault(record["file"], []).append((bool(record["valid"]), record["data"]))
-    except (OSError, ValueError, KeyError) as exc:
+        text = _gunzip(read_file(path, "benchmark"), file_cap("benchmark"), path)
+        for line in text.decode("utf-8").splitlines():
+            record = json.loads(line)
+            out.setdefault(record["file"], []).append((bool(record["valid"]), record["data"]))
+    except (ValueError, KeyError, TypeError, RecursionError, zlib.error) as exc:
         raise TrgcError("E_IO", f"cannot read instances: {exc}", source=str(path)) from None
     return out
+
+
+def _gunzip(data: bytes, cap: int, path: Path) -> bytes:
+    """The members of gzip `data` inflated, refused once more than `cap` bytes come out."""
+    out = bytearray()
+    while data:
+        inflate = zlib.decompressobj(wbits=31)
+        out += inflate.decompress(data, cap + 1 - len(out))
+        if len(out) > cap or inflate.unconsumed_tail:
+            raise TrgcError(
+                "E_LIMIT_INPUT_BYTES",
+                f"the instances inflate to more than {cap:,} bytes",
+                source=str(path),
+            )
+        if not inflate.eof:
+            raise zlib.error("truncated gzip stream")
+        data = inflate.unused_data
+    return bytes(out)
 
 
 def subsets_of(bench: Path) -> list[str]:
@@ -147,8 +167,12 @@ KEYWORD_CODES = frozenset({"E_UNSUPPORTED_KEYWORD", "E_UNIQUE_ITEMS", "E_SCHEMA_
 def _instance_texts(
     raw: bytes, instances: list[tuple[bool, object]], separators: str
 ) -> list[tuple[bytes | None, bytes | None]]:
-    """Each instance canonically (members in declared order) and as written (its own order)."""
-    schema = json.loads(raw)
+    """Each instance canonically (members in declared order) and as written (its own order);
+    none when the schema itself is no JSON (its compile error is the result)."""
+    try:
+        schema = json.loads(raw)
+    except (ValueError, RecursionError):
+        return [(None, None)] * len(instances)
     seps = (",", ":") if separators != "pretty" else (", ", ": ")
     out: list[tuple[bytes | None, bytes | None]] = []
     for _, data in instances:

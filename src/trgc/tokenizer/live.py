@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from trgc.errors import TrgcError
+from trgc.limits import read_file
 from trgc.tokenizer.sources import parse_json, sha256_hex
 from trgc.tokenizer.table import TokenTable
 from trgc.tokenizer.vocab import AddedToken, Vocab, table_from_vocab
@@ -160,7 +161,7 @@ def _tiktoken_vocab(enc: Any, specials: str | Path | None) -> Vocab:
                 f"the sidecar's special tokens for {name!r} are not the encoding's",
                 source=str(side),
             )
-        files[side.name] = sha256_hex(side.read_bytes())
+        files[side.name] = sha256_hex(read_file(side, "tokenizer source"))
         if "pat_str" in fields:
             extra["pat_str"] = fields["pat_str"]
         declared = fields.get("n_words")

@@ -11,9 +11,10 @@ the engine's int32 bitmask buffer, the way an inference loop calls it:
     `Matcher` over a `MaskCache` shared by all
     schemas (as a server keeps one), `fill_bitmask`; no precompute;
   * trgc with a warm cache: the same, in a fresh process whose `Matcher` reads a persistent
-    disk cache that a previous process filled from a disjoint sample of schemas (`--warm-with
-    other`, "a new schema built from familiar pieces") or from the same ones (`same`). Reported
-    unavailable while `trgc.Matcher` takes no `disk_cache` argument;
+    disk cache (`Matcher(disk_cache=)`) that a previous process filled from a disjoint sample
+    of schemas (`--warm-with other`, "a new schema built from familiar pieces": frame entries
+    are shared by residual) or from the same ones (`same`: a server meeting its schemas
+    again after a restart). Its disk hits, misses and writes are reported;
   * llguidance: `LLMatcher.grammar_from_json_schema` (no flexible whitespace: `,` and `:`),
     then `LLMatcher` (llguidance builds its parser there, so both count as its compile),
     `llguidance.numpy.fill_next_token_bitmask`;
@@ -394,12 +395,16 @@ def worker(args) -> None:
     _, table, hf = load_vocab(work["tokenizer"])
     gc.collect()
     gc.freeze()
-    engine = TrgcEngine(table, DiskCache(args.cache_dir), work["open_objects"])
+    disk = DiskCache(args.cache_dir)
+    engine = TrgcEngine(table, disk, work["open_objects"])
     cases = work["warm"] if args.worker == "populate" else work["cases"]
     if args.worker == "measure":
         warm_up(engine, hf)
+        disk.flush()
+        disk.stats = type(disk.stats)()  # count the measured run only
     results = [run_case(engine, case) for case in cases]
-    json.dump(results, sys.stdout)
+    disk.flush()
+    json.dump({"results": results, "disk": disk.stats.to_dict()}, sys.stdout)
 
 
 def run_warm(
@@ -425,7 +430,10 @@ def run_warm(
             if done.returncode:
                 return f"failed: {done.stderr.strip().splitlines()[-1:]}"
             out = json.loads(done.stdout)
-        return out
+            disk = out["disk"]
+            progress(f"trgc-warm {mode}: disk hits {disk['hits']}, misses {disk['misses']}, "
+                     f"writes {disk['writes']}, refused {disk['refused']}")  # fmt: skip
+        return out["results"]
 
 
 # -- driver and report -------------------------------------------------------------------

@@ -82,6 +82,36 @@ def test_precompute_cli_refusals_and_limits(tmp_path):
     assert missing.exit_code == 2
 
 
+def test_precompute_and_generate_use_the_persistent_cache(tmp_path):
+    """`--cache-dir` fills a cache that a second precompute reads back entry for entry (the
+    same file); `generate --cache-dir` adds its frame entries there too; `--no-cache` neither
+    reads nor writes."""
+    _, path = _artifact(tmp_path, "json")
+    cache = tmp_path / "cache"
+
+    def precompute_doc(out: str, *extra: str) -> dict:
+        result = _run(str(path), "-t", str(SYNTHETIC), "-o", str(tmp_path / out), "--json", *extra)
+        assert result.exit_code == 0, result.output
+        return json.loads(result.stdout)
+
+    first = precompute_doc("a.trm", "--cache-dir", str(cache))
+    assert first["disk_cache"]["location"] == str(cache) and first["disk_cache"]["hits"] == 0
+    assert first["disk_cache"]["writes"] > 0
+    second = precompute_doc("b.trm", "--cache-dir", str(cache))
+    assert second["disk_cache"]["hits"] == first["disk_cache"]["writes"]
+    assert second["disk_cache"]["writes"] == 0 and second["sha256"] == first["sha256"]
+    none = precompute_doc("c.trm", "--no-cache", "--cache-dir", str(tmp_path / "unused"))
+    assert none["disk_cache"] is None and not (tmp_path / "unused").exists()
+    assert none["sha256"] == first["sha256"]
+    fresh = tmp_path / "fresh"
+    generated = CliRunner().invoke(
+        app, ["generate", str(path), "-t", str(SYNTHETIC), "--max-tokens", "8", "--json",
+              "--cache-dir", str(fresh)],
+    )  # fmt: skip
+    assert generated.exit_code in (0, 4), generated.output
+    assert list(fresh.rglob("*.entry"))  # published by the background writer before exit
+
+
 def test_kernels_as_plain_python():
     """The kernel tests again with NUMBA_DISABLE_JIT=1: the kernels run as ordinary Python,
     so their lines are covered and debuggable."""

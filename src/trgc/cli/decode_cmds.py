@@ -25,6 +25,7 @@ from trgc.cli.common import (
 )
 
 EXIT_CANCELLED = 130  # the shell convention for a run ended by Ctrl-C (SIGINT)
+FLUSH_SECONDS = 10.0  # the longest generate waits for the disk cache's background writes
 
 trace_app = typer.Typer(
     name="trace",
@@ -324,6 +325,10 @@ def generate_command(
         progress.stop()
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
+        # publish the new frame entries before the result, unless cancelled: then the
+        # acknowledgement comes first and the interpreter's exit publishes them
+        if run["disk_cache"] is not None and not interrupted.is_set():
+            run["disk_cache"].flush(FLUSH_SECONDS)
     document = _result_document(result)
     failed = result.stop in FAILURE_CODES
     if as_json and not failed:  # on a failure the error document below is the only one

@@ -3,7 +3,7 @@
 The research report asks that a cancel request (Ctrl-C, a server dropping a request) be
 acknowledged within 16 ms, and that the mask engine call `cancellation_checkpoint()` inside its
 trie loop. A full trie walk can take several milliseconds and a precompute seconds, so the
-kernel runs in chunks of at most `CHUNK_NODES` trie nodes (about a millisecond of work) and the
+kernel runs in chunks of at most `CHUNK_NODES` trie nodes (at most a few milliseconds of work) and the
 engine calls `cancellation_checkpoint()` between chunks, between the frame entries of a
 precompute and between the rounds of its state partition.
 
@@ -22,7 +22,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-CHUNK_NODES = 1 << 16  # trie nodes a kernel call visits before returning to a checkpoint
+CHUNK_NODES = 1 << 15  # trie nodes a kernel call visits before returning to a checkpoint
 
 _local = threading.local()
 

@@ -136,7 +136,7 @@ def _general(d, sym, lv, cells, gnext, calls, info, ok_below, max_depth, max_ste
 
 def _walk(params, orig, roots, gnext, calls, info, byte_class, node_byte, node_depth,
           subtree_end, parent, node_tok, token_start, token_ids, byte_token, skip, lv, cells,
-          path, ok_below, out_words, open_roots, io, general):  # fmt: skip
+          path, ok_below, out_words, open_roots, io):  # fmt: skip
     """Walk the subtrees of `roots` (node 0: the whole trie) from the configuration `orig`,
     resuming at `io`; 1 when done, 0 when the chunk's budget ran out (call again)."""
     n_orig = params[P_N_ORIG]
@@ -185,7 +185,7 @@ def _walk(params, orig, roots, gnext, calls, info, byte_class, node_byte, node_d
             for k in range(n_path):
                 node = path[k]
                 d = node_depth[node]
-                status = general(d, byte_class[node_byte[node]], lv, cells, gnext, calls, info,
+                status = _step(d, byte_class[node_byte[node]], lv, cells, gnext, calls, info,
                                  ok_below, max_depth, max_steps, frame_mode,
                                  n_orig + d * stride)  # fmt: skip
                 if status != OK:
@@ -237,7 +237,7 @@ def _walk(params, orig, roots, gnext, calls, info, byte_class, node_byte, node_d
             elif action == -1 and not info[ACCEPTING, g]:
                 status = DEAD  # no action and nothing to return into: the common rejection
             else:
-                status = general(d, sym, lv, cells, gnext, calls, info, ok_below, max_depth,
+                status = _step(d, sym, lv, cells, gnext, calls, info, ok_below, max_depth,
                                  max_steps, frame_mode, n_orig + d * stride)  # fmt: skip
                 h = lv[d, HEIGHT]
             if status == OK:
@@ -270,12 +270,19 @@ def _walk(params, orig, roots, gnext, calls, info, byte_class, node_byte, node_d
     return 1
 
 
+_step = _general  # what `_walk` calls: the compiled `_general` once `_jitted` has run
+
+
 @functools.cache
 def _jitted():
+    """The compiled walk. `_walk` calls `_step` as a global (numba caches a function that
+    calls another compiled one; a function passed as an argument would be compiled again in
+    every process)."""
     from numba import njit
 
-    general = njit(cache=True, nogil=True)(_general)
-    return njit(cache=True, nogil=True)(_walk), general
+    global _step
+    _step = njit(cache=True, nogil=True)(_general)
+    return njit(cache=True, nogil=True)(_walk)
 
 
 @functools.cache
@@ -385,11 +392,11 @@ def run_walk(
     params[P_USE_SKIP] = skip is not None
     io = scratch.io
     io[:] = (0, -1, 0, 0)
-    walk, general = _jitted()
+    walk = _jitted()
     args = (
         params, scratch.orig, _frozen(roots), *kt.arrays,
         kt.byte_token if skip is None else _frozen(skip), scratch.lv, scratch.cells,
-        scratch.path, scratch.ok_below, out_words, scratch.open_roots, io, general,
+        scratch.path, scratch.ok_below, out_words, scratch.open_roots, io,
     )  # fmt: skip
     while not walk(*args):
         cancellation_checkpoint()

@@ -45,7 +45,7 @@ from trgc.engine.config import (
     unclip,
 )
 from trgc.engine.kernel import Scratch, walk_trie
-from trgc.engine.slices import default_slices, is_safe
+from trgc.engine.slices import candidates, default_slices, is_safe
 from trgc.errors import TrgcError
 from trgc.limits import DEFAULT_LIMITS, Limits, check_limit
 
@@ -73,8 +73,11 @@ def frame_entry(binding: Binding, key: int, scratch: Scratch) -> FrameEntry:
     g = key & STATE_MASK
     frame_mode = bool(binding.tables.has_caller[g])
     slice_height = int(binding.tables.cost[g])
+    maybe = binding._lazy.get("slice_candidates")
+    if maybe is None:
+        maybe = binding._lazy["slice_candidates"] = candidates(binding.tables)
     for k, piece in enumerate(default_slices()):
-        safe = is_safe(binding.tables, key, piece, binding.trie_depth)
+        safe = is_safe(binding.tables, key, piece, binding.trie_depth) if maybe[k, g] else None
         if safe is not None:
             tables = binding.slices()  # built on the first safe state only
             _, words, skip = tables.get(k)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from trgc.engine.cancel import cancellation_checkpoint
 from trgc.engine.config import Tables, unclip
 
 
@@ -175,6 +176,7 @@ def build_raw(vocab) -> RawSlices:
     by_dfa: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     counts_out, submax_out = [], []
     for s in default_slices():
+        cancellation_checkpoint()
         if id(s.dfa) not in by_dfa:
             counts = np.empty(vocab.vocab_size, dtype=np.int32)
             counts_fn(vocab.offsets, vocab.data, s.dfa, vocab.has_bytes, counts)
@@ -294,6 +296,19 @@ def _search_jitted():
     from numba import njit
 
     return njit(cache=True, nogil=True)(_search)
+
+
+def candidates(tables: Tables) -> np.ndarray:
+    """bool[n_slices, n_states]: states `is_safe` may accept for each default slice. A member's
+    first byte must never find no action at the state (unless it restarts a counted
+    repetition there), a necessary condition of both of `is_safe`'s cases, checked for every
+    state at once so that most states skip the search."""
+    may_restart = tables.is_repeat & tables.accepting
+    rows = []
+    for s in default_slices():
+        firsts = np.unique(tables.byte_class[np.flatnonzero(s.dfa[0] >= 0)])
+        rows.append((tables.next[:, firsts] != -1).all(axis=1) | may_restart)
+    return np.stack(rows)
 
 
 def is_safe(tables: Tables, key: int, s: Slice, longest: int) -> int | None:

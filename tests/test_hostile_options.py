@@ -105,3 +105,16 @@ def test_npy_logits_through_a_pipe_still_work(tmp_path):
 def test_read_bytes_with_a_magic_returns_only_the_refusing_prefix():
     data = read_bytes("/dev/zero", file_cap("logits"), magic=b"\x93NUMPY")
     assert 0 < len(data) <= 1 << 20 and not data.strip(b"\0")
+
+
+@pytest.mark.parametrize("trace", [False, True])
+def test_max_tokens_a_trace_cannot_record_is_refused_before_generating(tmp_path, trace):
+    """`--max-tokens 2**63` ran without --trace and, with it, ended in E_TRACE_FORMAT about a
+    header field the user never wrote; now both are the sampler settings' code, up front."""
+    args = ["generate", str(GOLDEN / "json.trga"), "-t", str(GOLDEN / "json-bytelevel.trt")]
+    args += ["--max-tokens", str(2**63), "--json"]
+    if trace:
+        args += ["--trace", str(tmp_path / "run.jsonl")]
+    error = json_error(runner.invoke(app, args), 2)
+    assert error["code"] == "E_SAMPLER_SETTINGS" and "2**63" in error["message"]
+    assert list(tmp_path.iterdir()) == []

@@ -209,9 +209,13 @@ def decode(
     `on_bytes` receives each token's bytes, `on_step` the number of steps done (progress).
     A `TrgcError` raised during the run gets `details["run"]` (`run_details`) when the
     identity is known."""
-    if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
+    if (
+        not isinstance(max_tokens, int)
+        or isinstance(max_tokens, bool)
+        or not 1 <= max_tokens < 1 << 63
+    ):
         raise TrgcError(
-            "E_SAMPLER_SETTINGS", f"max_tokens must be an integer >= 1, got {max_tokens!r}"
+            "E_SAMPLER_SETTINGS", f"max_tokens must be an integer in [1, 2**63), got {max_tokens!r}"
         )
     if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 1 << 64:
         raise TrgcError(
@@ -295,4 +299,3 @@ def decode(
             sidecar_path_for(trace_path).unlink(missing_ok=True)
             raise
     return result
-

@@ -68,18 +68,21 @@ def build_alphabet(grammar: Grammar, recursive_rules: tuple[str, ...]) -> Alphab
     starts = {0}
     specials: set[str] = set()
     class_seqs: dict[int, list] = {}
+    by_payload: dict[tuple, list] = {}  # schemas repeat the same few classes many times
     for index, node in enumerate(grammar.nodes):
         if node.kind == Kind.LITERAL:
-            for b in node.payload:
-                starts.add(b)
-                starts.add(b + 1)
+            starts.update(node.payload)
+            starts.update(b + 1 for b in node.payload)
         elif node.kind == Kind.CLASS:
-            seqs = utf8_sequences(tuple(node.payload))
+            ranges = tuple(node.payload)
+            seqs = by_payload.get(ranges)
+            if seqs is None:
+                seqs = by_payload[ranges] = utf8_sequences(ranges)
+                for seq in seqs:
+                    for lo, hi in seq:
+                        starts.add(lo)
+                        starts.add(hi + 1)
             class_seqs[index] = seqs
-            for seq in seqs:
-                for lo, hi in seq:
-                    starts.add(lo)
-                    starts.add(hi + 1)
         elif node.kind == Kind.SPECIAL:
             specials.add(node.payload)
     starts.discard(256)

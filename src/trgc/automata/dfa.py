@@ -1,4 +1,4 @@
-"""Subset construction: NFA over atoms -> DFA over atoms (calls are ordinary symbols here).
+"""Subset construction: NFA over atoms -> DFA over the machine's own segments of atoms.
 
 A DFA state is the set of *important* NFA states (those with a labelled edge, or the final
 state) in the epsilon closure; two closures with the same important states behave the same.
@@ -6,14 +6,27 @@ States are numbered in discovery order of a FIFO walk from the start, atoms asce
 the result is deterministic. Every new state and transition is checked against the limits
 (a running total shared by all machines, in `Counter`) *before* it is created, and every
 step is charged to the budget, so exponential blow-ups fail fast with `E_LIMIT_STATES`.
+
+The construction works on *segments* instead of single atoms: the edge boundaries of one
+NFA cut the atoms into maximal runs that no edge of that NFA splits, and every DFA state
+treats the atoms of one segment alike. The DFA is a dense `Table` (numpy, states x segments),
+so a character class that spans sixty atoms is one column, not sixty transitions. Counting
+and charging stay per atom (a segment of width w is w transitions, an edge over w atoms costs
+w operations), so limits, budgets and state numbering are those of the atom-level
+construction. `Dfa` (dict rows over atoms) is the readable form the boolean product and the
+tests use; `Table.to_dfa` and `Table.from_dfa` convert.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from trgc.automata.nfa import Nfa
 from trgc.limits import Budget, Limits, check_limit
+
+NONE = -1  # no transition
 
 
 @dataclass
@@ -33,6 +46,63 @@ class Dfa:
 
 
 @dataclass
+class Table:
+    """A DFA as a dense table over segments: `next[s, j]` is the target of state `s` on every
+    atom `seg_lo[j]..seg_hi[j]`, or `NONE`. Segments are disjoint and ascending; atoms in no
+    segment have no transition anywhere. State 0 is the start."""
+
+    next: np.ndarray  # int32[n_states, n_segments]
+    accepting: np.ndarray  # bool[n_states]
+    seg_lo: np.ndarray  # int64[n_segments]
+    seg_hi: np.ndarray  # int64[n_segments]
+
+    @property
+    def n_states(self) -> int:
+        return int(self.next.shape[0])
+
+    @property
+    def width(self) -> np.ndarray:
+        """Atoms per segment."""
+        return self.seg_hi - self.seg_lo + 1
+
+    @property
+    def n_transitions(self) -> int:
+        """Transitions counted per atom, as in the atom-level DFA."""
+        return int((self.next >= 0).sum(axis=0) @ self.width) if self.next.size else 0
+
+    def with_next(self, next_table: np.ndarray, accepting: np.ndarray | None = None) -> Table:
+        """The same segments with another table (and acceptance)."""
+        return Table(
+            next_table, self.accepting if accepting is None else accepting, self.seg_lo, self.seg_hi
+        )
+
+    def rows(self) -> list[dict[int, int]]:
+        """Atom-level rows (atom -> target), atoms ascending."""
+        lo, hi = self.seg_lo.tolist(), self.seg_hi.tolist()
+        out = []
+        for row in self.next.tolist():
+            out.append(
+                {a: t for j, t in enumerate(row) if t >= 0 for a in range(lo[j], hi[j] + 1)}
+            )
+        return out
+
+    def to_dfa(self) -> Dfa:
+        return Dfa(self.rows(), [bool(a) for a in self.accepting.tolist()])
+
+    @staticmethod
+    def from_dfa(dfa: Dfa) -> Table:
+        """One segment per atom that some row uses."""
+        atoms = sorted({a for row in dfa.delta for a in row})
+        column = {a: j for j, a in enumerate(atoms)}
+        table = np.full((dfa.n_states, len(atoms)), NONE, dtype=np.int32)
+        for s, row in enumerate(dfa.delta):
+            for a, t in row.items():
+                table[s, column[a]] = t
+        seg = np.array(atoms, dtype=np.int64)
+        return Table(table, np.array(dfa.accepting, dtype=bool), seg, seg.copy())
+
+
+@dataclass
 class Counter:
     """Running totals across machines, checked against `limits.states` / `limits.transitions`."""
 
@@ -40,77 +110,204 @@ class Counter:
     transitions: int = 0
 
 
-def _closure(nfa: Nfa, sources, important: list[bool], budget: Budget) -> frozenset[int]:
-    """Important states epsilon-reachable from `sources` (one search, each state visited once)."""
-    seen = set(sources)
-    todo = list(seen)
-    out = []
-    eps = nfa.eps
-    while todo:
-        p = todo.pop()
-        if important[p]:
-            out.append(p)
-        for t in eps[p]:
-            if t not in seen:
-                seen.add(t)
-                todo.append(t)
-    budget.charge(len(seen), "epsilon closure")
-    return frozenset(out)
+class _Closures:
+    """Epsilon closures, restricted to important states, charged as one search each.
 
+    The closure of a set is the union of its members' closures, so each single state's is
+    searched once and kept (with every state the search visited); a set's closure is the
+    union. The budget is charged what a search from the set would visit, on every request of
+    a set and on the first request of a single state, as a search per request would be."""
 
-def determinize(nfa: Nfa, *, rule: str, limits: Limits, budget: Budget, counter: Counter) -> Dfa:
-    """The DFA of `nfa` by subset construction (reachable states only)."""
-    important = [bool(nfa.edges[q]) or q == nfa.final for q in range(nfa.n_states)]
-    single: dict[int, frozenset[int]] = {}  # closures of one state, the common case
+    def __init__(self, nfa: Nfa, important: list[bool], budget: Budget):
+        self.nfa = nfa
+        self.important = important
+        self.budget = budget
+        self.single: dict[int, tuple[frozenset[int], frozenset[int]]] = {}
+        self.charged: set[int] = set()
 
-    def closure(raw: frozenset[int]) -> frozenset[int]:
-        if len(raw) != 1:
-            return _closure(nfa, raw, important, budget)
-        (q,) = raw
-        found = single.get(q)
+    def _search(self, q: int) -> tuple[frozenset[int], frozenset[int]]:
+        found = self.single.get(q)
         if found is None:
-            found = single[q] = _closure(nfa, raw, important, budget)
+            seen = {q}
+            todo = [q]
+            eps = self.nfa.eps
+            while todo:
+                for t in eps[todo.pop()]:
+                    if t not in seen:
+                        seen.add(t)
+                        todo.append(t)
+            important = self.important
+            found = self.single[q] = (frozenset(p for p in seen if important[p]), frozenset(seen))
         return found
 
+    def single_charged(self, q: int) -> frozenset[int]:
+        """The closure of {q}."""
+        closed, seen = self._search(q)
+        if q not in self.charged:
+            self.charged.add(q)
+            self.budget.charge(len(seen), "epsilon closure")
+        return closed
+
+    def of(self, raw: frozenset[int]) -> frozenset[int]:
+        if len(raw) == 1:
+            (q,) = raw
+            return self.single_charged(q)
+        parts = [self._search(q) for q in raw]
+        self.budget.charge(len(frozenset().union(*(seen for _, seen in parts))), "epsilon closure")
+        return frozenset().union(*(closed for closed, _ in parts))
+
+
+def _segments(nfa: Nfa) -> tuple[list[int], list[int], list[list[tuple[int, int, int]]], list[int]]:
+    """The NFA's segments (first and last atom of each), every state's edges as (first
+    segment, last segment, target) sorted, and every state's edge width in atoms."""
+    bounds: set[int] = set()
+    for edges in nfa.edges:
+        for lo, hi, _ in edges:
+            bounds.add(lo)
+            bounds.add(hi + 1)
+    points = sorted(bounds)
+    cover = [0] * (len(points) + 1)
+    position = {p: i for i, p in enumerate(points)}
+    for edges in nfa.edges:
+        for lo, hi, _ in edges:
+            cover[position[lo]] += 1
+            cover[position[hi + 1]] -= 1
+    seg_lo: list[int] = []
+    seg_hi: list[int] = []
+    segment_at: list[int] = [-1] * len(points)  # elementary interval -> segment
+    depth = 0
+    for i in range(len(points) - 1):
+        depth += cover[i]
+        if depth > 0:
+            segment_at[i] = len(seg_lo)
+            seg_lo.append(points[i])
+            seg_hi.append(points[i + 1] - 1)
+    seg_edges: list[list[tuple[int, int, int]]] = []
+    widths: list[int] = []
+    for edges in nfa.edges:
+        if not edges:
+            seg_edges.append([])
+            widths.append(0)
+            continue
+        mine = sorted(
+            (segment_at[position[lo]], segment_at[position[hi + 1] - 1], t) for lo, hi, t in edges
+        )
+        seg_edges.append(mine)
+        widths.append(sum(hi - lo + 1 for lo, hi, _ in edges))
+    return seg_lo, seg_hi, seg_edges, widths
+
+
+def _pieces(edges: list[tuple[int, int, int]]) -> list[tuple[int, int, frozenset[int]]]:
+    """(first segment, last segment, targets) of the runs of segments that overlapping edges
+    (sorted) cover, ascending, by an event sweep."""
+    starts: dict[int, list[int]] = {}
+    ends: dict[int, list[int]] = {}
+    for lo, hi, t in edges:
+        starts.setdefault(lo, []).append(t)
+        ends.setdefault(hi + 1, []).append(t)
+    points = sorted(starts.keys() | ends.keys())
+    active: dict[int, int] = {}
+    out = []
+    for i, p in enumerate(points):
+        for t in ends.get(p, ()):
+            if active[t] == 1:
+                del active[t]
+            else:
+                active[t] -= 1
+        for t in starts.get(p, ()):
+            active[t] = active.get(t, 0) + 1
+        if active and i + 1 < len(points):
+            out.append((p, points[i + 1] - 1, frozenset(active)))
+    return out
+
+
+def determinize_table(
+    nfa: Nfa, *, rule: str, limits: Limits, budget: Budget, counter: Counter
+) -> Table:
+    """The DFA of `nfa` by subset construction (reachable states only), as a Table."""
+    important = [bool(nfa.edges[q]) or q == nfa.final for q in range(nfa.n_states)]
+    seg_lo, seg_hi, seg_edges, widths = _segments(nfa)
+    n_seg = len(seg_lo)
+    atoms_before = [0]  # atoms in segments 0..j-1
+    for lo, hi in zip(seg_lo, seg_hi, strict=True):
+        atoms_before.append(atoms_before[-1] + hi - lo + 1)
+    closures = _Closures(nfa, important, budget)
+    closure = closures.of
+    single = closures.single_charged
     what = f"the automaton of rule {rule}"
     start = closure(frozenset((nfa.start,)))
     ids: dict[frozenset[int], int] = {start: 0}
     subsets = [start]
-    delta: list[dict[int, int]] = []
     accepting: list[bool] = []
+    runs: list[tuple[int, int, int, int]] = []  # state, first segment, length, target
     check_limit("states", counter.states + 1, limits.states, what)
     counter.states += 1
-    index = 0
-    while index < len(subsets):
-        subset = subsets[index]
-        index += 1
-        accepting.append(nfa.final in subset)
-        moves: dict[int, set[int]] = {}
-        for q in subset:
-            for lo, hi, t in nfa.edges[q]:
-                budget.charge(hi - lo + 1, "subset construction")
-                for a in range(lo, hi + 1):
-                    targets = moves.get(a)
-                    if targets is None:
-                        moves[a] = {t}
-                    else:
-                        targets.add(t)
-        row: dict[int, int] = {}
-        memo: dict[frozenset[int], int] = {}
-        for a in sorted(moves):
-            raw = frozenset(moves[a])
+    final = nfa.final
+    max_states, max_transitions = limits.states, limits.transitions
+    state = 0
+    while state < len(subsets):
+        subset = subsets[state]
+        accepting.append(final in subset)
+        if len(subset) == 1:
+            (q,) = subset
+            edges = seg_edges[q]
+            cost = widths[q]
+        else:
+            edges = []
+            cost = 0
+            for q in subset:
+                mine = seg_edges[q]
+                if mine:
+                    edges.extend(mine)
+                    cost += widths[q]
+            edges.sort()
+        if not edges:
+            state += 1
+            continue
+        budget.charge(cost, "subset construction")
+        # pieces of the row: (first segment, last segment, one target or a set of targets)
+        pieces: list = edges
+        for i in range(len(edges) - 1):
+            if edges[i + 1][0] <= edges[i][1]:
+                pieces = _pieces(edges)
+                break
+        memo: dict = {}  # a target state, or a set of them -> DFA state
+        row_atoms = 0
+        for lo, hi, raw in pieces:
             target = memo.get(raw)
             if target is None:
-                closed = closure(raw)
+                closed = single(raw) if type(raw) is int else closure(raw)
                 target = ids.get(closed)
                 if target is None:
-                    check_limit("states", counter.states + 1, limits.states, what)
+                    if counter.states + 1 > max_states:
+                        check_limit("states", counter.states + 1, max_states, what)
                     counter.states += 1
                     target = ids[closed] = len(subsets)
                     subsets.append(closed)
                 memo[raw] = target
-            row[a] = target
-        check_limit("transitions", counter.transitions + len(row), limits.transitions, what)
-        counter.transitions += len(row)
-        delta.append(row)
-    return Dfa(delta, accepting)
+            runs.append((state, lo, hi - lo + 1, target))
+            row_atoms += atoms_before[hi + 1] - atoms_before[lo]
+        if counter.transitions + row_atoms > max_transitions:
+            check_limit("transitions", counter.transitions + row_atoms, max_transitions, what)
+        counter.transitions += row_atoms
+        state += 1
+    n = len(subsets)
+    table = np.full(n * n_seg, NONE, dtype=np.int32)
+    if runs:
+        run = np.array(runs, dtype=np.int64)
+        lengths = run[:, 2]
+        starts = run[:, 0] * n_seg + run[:, 1]
+        offsets = np.cumsum(lengths) - lengths
+        flat = np.repeat(starts - offsets, lengths) + np.arange(int(lengths.sum()), dtype=np.int64)
+        table[flat] = np.repeat(run[:, 3].astype(np.int32), lengths)
+    return Table(
+        table.reshape(n, n_seg),
+        np.array(accepting, dtype=bool),
+        np.array(seg_lo, dtype=np.int64),
+        np.array(seg_hi, dtype=np.int64),
+    )
+
+
+def determinize(nfa: Nfa, *, rule: str, limits: Limits, budget: Budget, counter: Counter) -> Dfa:
+    """The DFA of `nfa` by subset construction (reachable states only), with atom rows."""
+    return determinize_table(nfa, rule=rule, limits=limits, budget=budget, counter=counter).to_dfa()

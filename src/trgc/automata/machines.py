@@ -8,6 +8,10 @@ numbering. Machines are
 numbered breadth-first from the start rule (machine 0) in order of first call; states
 breadth-first from state 0 with symbols ascending; call edges in order of first use. No
 set or dict order reaches the output, so the tables are identical under any PYTHONHASHSEED.
+
+Every stage after the NFA works on dense numpy tables (`dfa.Table` over each machine's
+segments, then `predictive.Resolved` over the grammar's input atoms), and machines with the
+same body are built once (`reuse.py`); the operations charged are those of building each.
 """
 
 from __future__ import annotations
@@ -19,23 +23,25 @@ import numpy as np
 
 from trgc.automata.alphabet import Alphabet, build_alphabet
 from trgc.automata.byteclasses import byte_classes
-from trgc.automata.dfa import Counter, Dfa, determinize
-from trgc.automata.minimize import minimize
+from trgc.automata.dfa import NONE, Counter, Table, determinize_table
+from trgc.automata.minimize import minimize_table
 from trgc.automata.nfa import RuleInfo, build_nfa, is_plain
 from trgc.automata.predictive import (
     Conflicts,
     Resolved,
+    columns,
     drop_empty_calls,
     first_sets,
     follow_sets,
     resolve,
     trim_unproductive,
 )
+from trgc.automata.reuse import MachineMemo, StructureKeys
 from trgc.errors import Span, TrgcError
 from trgc.grammar.ast import Grammar, Kind, Rule
 from trgc.limits import Budget, Limits, check_limit
 
-NO_ACTION = -1
+NO_ACTION = NONE
 # machine kinds (the numbers of `trgc.artifact.model`)
 RULE, SHARED, REPEAT = 0, 1, 2
 
@@ -201,7 +207,10 @@ def _attempt(
     alphabet = build_alphabet(grammar, tuple(specs))
     places = {name: _place(grammar.rules[info.index[sp.rule]]) for name, sp in specs.items()}
     counter = Counter()
-    dfas: dict[str, Dfa] = {}
+    repeats = info.repeats or {}
+    memo = MachineMemo(limits, budget, counter, frozenset(repeats.values()))
+    structure = StructureKeys(grammar, repeats, info.expand)
+    dfas: dict[str, Table] = {}
     specials_of: dict[str, frozenset[str]] = {}
     pending = [start]
     nfa_states = 0
@@ -211,19 +220,28 @@ def _attempt(
         if name in dfas:
             continue
         spec = specs[name]
-        nfa, specials, calls = build_nfa(
-            grammar, info, alphabet, name, limits=limits, budget=budget, root=spec.root
-        )
-        nfa_states += nfa.n_states
-        dfa = determinize(nfa, rule=name, limits=limits, budget=budget, counter=counter)
-        del nfa
-        dfa_states += dfa.n_states
-        dfas[name] = minimize(dfa, budget)
-        specials_of[name] = specials
-        pending.extend(c for c in sorted(calls) if c not in dfas)
+        # the start rule is one of a kind: it is built without a key
+        key = None if name == start else structure.keys(spec.root)
+        built = None if key is None else memo.reuse(key)
+        if built is None:
+            before = memo.start()
+            nfa, specials, calls = build_nfa(
+                grammar, info, alphabet, name, limits=limits, budget=budget, root=spec.root
+            )
+            table = determinize_table(nfa, rule=name, limits=limits, budget=budget, counter=counter)
+            sizes = (nfa.n_states, table.n_states)
+            del nfa
+            table = minimize_table(table, budget)
+            built = memo.keep(key, before, table, specials, calls, *sizes)
+        nfa_states += built.nfa_states
+        dfa_states += built.dfa_states
+        dfas[name] = built.table
+        specials_of[name] = built.specials
+        pending.extend(c for c in sorted(built.calls) if c not in dfas)
 
-    built = dfas
-    dfas = trim_unproductive(dfas, alphabet, budget)
+    cols = {name: columns(table, alphabet) for name, table in dfas.items()}
+    built_tables = dfas
+    dfas = trim_unproductive(dfas, cols, budget)
     if start not in dfas:
         raise TrgcError(
             "E_EMPTY_LANGUAGE",
@@ -231,16 +249,18 @@ def _attempt(
             **places.get(start, {}),
             hint="give the recursion an alternative that ends",
         )
-    first = first_sets(dfas, alphabet, budget)
-    dfas = drop_empty_calls(dfas, first, alphabet)
+    first = first_sets(dfas, cols, budget)
+    dfas = drop_empty_calls(dfas, cols, first)
     # trimming only removes edges: a machine that kept all of them is still minimal
     dfas = {
-        name: dfa if dfa.n_transitions == built[name].n_transitions else minimize(dfa, budget)
-        for name, dfa in sorted(dfas.items())
+        name: table
+        if table.n_transitions == built_tables[name].n_transitions
+        else minimize_table(table, budget)
+        for name, table in sorted(dfas.items())
     }
-    counts = {name: _counts(specs[name], dfa) for name, dfa in dfas.items()}
-    follow = follow_sets(dfas, start, first, alphabet, budget, counts)
-    resolved = resolve(dfas, start, first, follow, alphabet, budget, counts)
+    counts = {name: _counts(specs[name], table) for name, table in dfas.items()}
+    follow = follow_sets(dfas, cols, start, first, alphabet.n_input, budget, counts)
+    resolved = resolve(dfas, cols, start, first, follow, alphabet, budget, counts)
     if isinstance(resolved, Conflicts):
         return resolved, places
     class_of_byte, representatives = byte_classes(resolved, alphabet, budget)
@@ -263,13 +283,13 @@ def _attempt(
     return tables
 
 
-def _counts(spec: Spec, dfa: Dfa) -> tuple[int, int]:
+def _counts(spec: Spec, dfa: Table) -> tuple[int, int]:
     """(rep_min, rep_max) of a machine: for a counted repetition the iterations needed once
     it is called (at least 1; 1 when the body is nullable, since `x{m,n}` is `x{0,n}` then)
     and the most (0 = unbounded); (0, 0) for rules."""
     if spec.kind != REPEAT:
         return (0, 0)
-    low = 1 if dfa.accepting[0] else max(spec.low, 1)
+    low = 1 if bool(dfa.accepting[0]) else max(spec.low, 1)
     return (low, 0 if spec.high is None else spec.high)
 
 
@@ -283,27 +303,37 @@ def _same_machines(
     acceptance and actions, calls to equivalent machines with the same bounds. The coarsest
     such partition (refined from "same kind and tables, callees aside" until stable), so the
     bodies of every `maxLength` string, or of two rules written alike, are one machine. The
-    representative is the first name in sorted order."""
+    representative is the first name in sorted order. A machine's shape is its resolved table
+    as bytes, each call number replaced by a number for (callee's class, return state, bounds)."""
     names = sorted(resolved)
-
-    def shape(name: str, classes: dict[str, int] | None) -> tuple:
-        rows = []
-        for row in resolved[name].rows:
-            rows.append(
-                tuple(
-                    (a, t) if not isinstance(t, tuple)
-                    else (a, None if classes is None else classes[t[0]], t[1], counts[t[0]])
-                    for a, t in row.items()
-                )
-            )  # fmt: skip
-        budget.charge(1 + sum(len(r) for r in rows), "machine sharing")
-        return (kinds[name], tuple(resolved[name].accepting), tuple(rows))
+    entries = {n: int(np.count_nonzero(resolved[n].next != NONE)) for n in names}
+    call_cells = {n: resolved[n].next <= -2 for n in names}
 
     def partition(previous: dict[str, int] | None) -> dict[str, int]:
+        codes: dict[tuple, int] = {}
         ids: dict[tuple, int] = {}
         out = {}
         for n in names:
-            key = shape(n, None) if previous is None else (previous[n], shape(n, previous))
+            budget.charge(1 + entries[n], "machine sharing")
+            r = resolved[n]
+            table = r.next
+            if r.calls:
+                mapped = np.array(
+                    [
+                        codes.setdefault(
+                            (None if previous is None else previous[c], ret, counts[c]),
+                            len(codes),
+                        )
+                        for c, ret in r.calls
+                    ],
+                    dtype=np.int32,
+                )
+                table = table.copy()
+                cells = call_cells[n]
+                table[cells] = -2 - mapped[-2 - table[cells]]
+            key = (kinds[n], r.accepting.tobytes(), table.shape, table.tobytes())
+            if previous is not None:
+                key = (previous[n], key)
             out[n] = ids.setdefault(key, len(ids))
         return out
 
@@ -323,6 +353,45 @@ def _place(rule: Rule) -> dict:
     if rule.pointer is not None:
         return {"pointer": rule.pointer}
     return {"span": Span(rule.line, rule.column)}
+
+
+def _scan(
+    r: Resolved, scan: np.ndarray, same: dict[str, str], budget: Budget, what_per_state: int
+) -> tuple[list[int], list[str], int]:
+    """Breadth-first order of one machine's states over the `scan` columns (a call goes to
+    its return state), the callees' representatives in order of first call, and the number
+    of actions in the reached states."""
+    sub = r.next[:, scan]
+    n = r.n_states
+    states, cols = np.nonzero(sub != NONE)
+    values = sub[states, cols].astype(np.int64)
+    per_state = np.bincount(states, minlength=n)
+    n_calls = len(r.calls)
+    # distinct (state, action) pairs in row-major order of first use
+    _, first = np.unique(states * (n + n_calls + 2) + values + n_calls + 2, return_index=True)
+    first.sort()
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(states[first], minlength=n), out=offsets[1:])
+    off = offsets.tolist()
+    actions = values[first].tolist()
+    returns = [ret for _, ret in r.calls]
+    callees = [same[c] for c, _ in r.calls]
+    seen = [False] * n
+    seen[0] = True
+    queue = [0]
+    called: list[str] = []
+    for s in queue:
+        for action in actions[off[s] : off[s + 1]]:
+            if action >= 0:
+                target = action
+            else:
+                called.append(callees[-2 - action])
+                target = returns[-2 - action]
+            if not seen[target]:
+                seen[target] = True
+                queue.append(target)
+    budget.charge(len(queue) * what_per_state, "table layout")
+    return queue, called, int(per_state[queue].sum())
 
 
 def _canonical(
@@ -345,70 +414,53 @@ def _canonical(
     # every machine reachable through calls, in order of first call
     orders: dict[str, list[int]] = {}
     scan_atoms = _symbol_atoms(alphabet, representatives)
+    scan = np.array(scan_atoms, dtype=np.int64)
     entries = 0
     index = 0
     while index < len(machine_order):
         name = machine_order[index]
         index += 1
-        rows = resolved[name].rows
-        order = {0: 0}
-        queue = [0]
-        position = 0
-        while position < len(queue):
-            s = queue[position]
-            position += 1
-            budget.charge(len(scan_atoms), "table layout")
-            for atom in scan_atoms:
-                action = rows[s].get(atom)
-                if action is None:
-                    continue
-                entries += 1
-                if isinstance(action, tuple):
-                    callee, target = same[action[0]], action[1]
-                    if callee not in machine_number:
-                        machine_number[callee] = len(machine_order)
-                        machine_order.append(callee)
-                else:
-                    target = action
-                if target not in order:
-                    order[target] = len(queue)
-                    queue.append(target)
+        queue, called, actions = _scan(resolved[name], scan, same, budget, len(scan_atoms))
+        entries += actions
+        for callee in called:
+            if callee not in machine_number:
+                machine_number[callee] = len(machine_order)
+                machine_order.append(callee)
         orders[name] = queue
     specials = tuple(sorted(set().union(*(specials_of[name] for name in machine_order))))
     symbol_atoms = list(representatives) + [alphabet.special_atom(name) for name in specials]
+    symbols = np.array(symbol_atoms, dtype=np.int64)
     n_symbols = len(symbol_atoms)
     total_states = sum(len(q) for q in orders.values())
     check_limit("states", total_states, limits.states, "the compiled tables")
     check_limit("transitions", entries, limits.transitions, "the compiled tables")
     machines = []
     for name in machine_order:
-        queue = orders[name]
-        new_id = {old: new for new, old in enumerate(queue)}
-        rows = resolved[name].rows
-        budget.charge(len(queue) * max(n_symbols, 1), "table layout")
-        next_table = np.full((len(queue), n_symbols), NO_ACTION, dtype=np.int32)
-        accepting = np.zeros(len(queue), dtype=bool)
+        r = resolved[name]
+        queue = np.array(orders[name], dtype=np.int64)
+        new_id = np.full(r.n_states, NO_ACTION, dtype=np.int32)
+        new_id[queue] = np.arange(queue.size, dtype=np.int32)
+        budget.charge(queue.size * max(n_symbols, 1), "table layout")
+        rows = r.next[queue][:, symbols]
+        next_table = np.full(rows.shape, NO_ACTION, dtype=np.int32)
+        shifts = rows >= 0
+        next_table[shifts] = new_id[rows[shifts]]
         calls: dict[tuple[int, int, int, int], int] = {}
-        for new, old in enumerate(queue):
-            accepting[new] = resolved[name].accepting[old]
-            row = rows[old]
-            for sym, atom in enumerate(symbol_atoms):
-                action = row.get(atom)
-                if action is None:
-                    continue
-                if isinstance(action, tuple):
-                    key = (machine_number[same[action[0]]], new_id[action[1]], *counts[action[0]])
-                    k = calls.get(key)
-                    if k is None:
-                        k = calls[key] = len(calls)
-                    next_table[new, sym] = -2 - k
-                else:
-                    next_table[new, sym] = new_id[action]
+        cells = rows <= -2
+        if cells.any():
+            used = (-2 - rows[cells]).astype(np.int64)  # call indices, row-major
+            _, first = np.unique(used, return_index=True)
+            number = np.zeros(len(r.calls), dtype=np.int32)
+            for i in used[np.sort(first)].tolist():
+                callee, ret = r.calls[i]
+                key = (machine_number[same[callee]], int(new_id[ret]), *counts[callee])
+                number[i] = calls.setdefault(key, len(calls))
+            next_table[cells] = -2 - number[used]
         call_table = np.array(list(calls), dtype=np.int32).reshape(len(calls), 4)
         machines.append(
             MachineTable(
                 name,
-                accepting,
+                r.accepting[queue].copy(),
                 next_table,
                 np.ascontiguousarray(call_table[:, :2]),
                 kinds[name],

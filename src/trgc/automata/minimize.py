@@ -1,35 +1,115 @@
-"""DFA minimisation (Hopcroft's partition refinement) and breadth-first renumbering.
+"""DFA minimisation (partition refinement on dense tables) and breadth-first renumbering.
 
-The DFAs here are partial (a missing transition rejects). Hopcroft's algorithm works on a
-partial DFA without adding a sink if *both* initial blocks (accepting, non-accepting) start
-in the worklist: the sink would only ever be needed as a splitter to separate "has a
-transition" from "has none", and the two initial splitters already do that (Valmari and
-Lehtinen, "Efficient minimization of DFAs with partial transition functions", 2008). When a
-block that is not waiting is split, only the smaller half is queued, which gives the
-O(m log n) bound. Call symbols are ordinary atoms, so states calling different rules stay
-distinct. Blocks are sets (a split costs the size of the moved half, never of the block).
+The DFAs here are partial (a missing transition rejects, and is not the same as a transition
+to a dead state), so two states are equivalent when they agree on acceptance and, segment by
+segment, either both lack a transition or move to equivalent states: the coarsest stable
+refinement of {accepting, rejecting}. The result does not depend on how it is found (that
+partition is unique), and it is renumbered breadth-first, segments ascending.
+
+`minimize_table` first runs Moore's rounds (Moore 1956) over the whole table at once (numpy):
+a state's signature is its own block and the blocks of its successors, per segment; each round
+hashes every signature to one 64-bit word (`grouping.multipliers`) and renumbers the blocks by
+word, until the number of blocks stops growing. Equivalent states always get equal words, so
+the partition is never finer than the coarsest one; a hash collision could only merge too
+much, so the final partition is checked exactly: acceptance and successor blocks agree within
+every block. Stable and never too fine, it is the coarsest one. DFAs from grammars need few
+rounds (about as many as the longest stretch two states' futures agree on), and each costs a
+few numpy calls. When rounds do not settle within `MOORE_ROUNDS` (long chains of one symbol
+need one round per state) or the check fails, Hopcroft's algorithm (Hopcroft 1971), O(m log n)
+in Python, refines from the partition reached. It works without a sink if every initial block
+starts in the worklist (Valmari and Lehtinen, "Efficient minimization of DFAs with partial
+transition functions", 2008); when a block that is not waiting is split, only the smaller half
+is queued.
+
+The rounds charge the budget one operation per state and transition, once (the whole-array
+work of at most `MOORE_ROUNDS` rounds costs less than one Python step per element), plus one
+per round; Hopcroft's algorithm charges per state and transition it examines (at least every
+transition once, so the rounds charge less than it would whenever they settle).
 """
 
 from __future__ import annotations
 
-from trgc.automata.dfa import Dfa
+import numpy as np
+
+from trgc.automata.dfa import NONE, Dfa, Table
+from trgc.automata.graph import bfs_order
+from trgc.automata.grouping import multipliers
 from trgc.limits import Budget
 
 
-def minimize(dfa: Dfa, budget: Budget) -> Dfa:
-    """The minimal DFA equivalent to `dfa` (all states assumed reachable), BFS-numbered."""
-    n = dfa.n_states
+def renumber_table(table: Table, start: int = 0) -> Table:
+    """Keep the states reachable from `start`, numbered breadth-first with segments ascending."""
+    order = bfs_order(table.next, start)
+    n = table.n_states
+    new_id = np.full(n + 1, NONE, dtype=np.int32)
+    new_id[order] = np.arange(order.size, dtype=np.int32)
+    rows = table.next[order]
+    return table.with_next(new_id[np.where(rows < 0, n, rows)], table.accepting[order])
+
+
+MOORE_ROUNDS = 48
+
+
+def _moore(table: Table, block: np.ndarray, budget: Budget) -> bool:
+    """Moore rounds from `block` (int64[n + 1], block[n] = -1 for "no transition"), in place;
+    True when they reached the coarsest stable partition."""
+    next_table = table.next
+    n, k = next_table.shape
+    states, cols = np.nonzero(next_table >= 0)
+    # one entry per state (its own block) followed by one per transition, grouped by state
+    per_state = np.bincount(states, minlength=n) + 1
+    starts = np.cumsum(per_state) - per_state
+    owner = np.repeat(np.arange(n, dtype=np.int64), per_state)
+    slot = np.arange(owner.size, dtype=np.int64) - starts[owner]
+    own = slot == 0
+    source = np.empty(owner.size, dtype=np.int64)
+    source[own] = np.arange(n, dtype=np.int64)
+    source[~own] = next_table[states, cols]
+    weights = multipliers(k + 1)
+    factor = np.empty(owner.size, dtype=np.uint64)
+    factor[own] = weights[k]
+    factor[~own] = weights[cols]
+    # one pass over the table's states and transitions, then one per round: a round is a
+    # handful of whole-array numpy operations, and the rounds are at most MOORE_ROUNDS
+    budget.charge(int(owner.size), "minimisation")
+    count = int(np.unique(block[:n]).size)
+    for _ in range(MOORE_ROUNDS):
+        budget.charge(1, "minimisation")
+        words = np.add.reduceat((block[source] + 2).astype(np.uint64) * factor, starts)
+        _, inverse = np.unique(words, return_inverse=True)
+        blocks = int(inverse.max()) + 1
+        if blocks == count:
+            break
+        block[:n] = inverse.reshape(-1)
+        count = blocks
+    else:
+        return False
+    signature = block[np.where(next_table < 0, n, next_table)]
+    _, first, inverse = np.unique(block[:n], return_index=True, return_inverse=True)
+    leader = first[inverse.reshape(-1)]
+    accepting = table.accepting
+    return bool((accepting == accepting[leader]).all() and (signature == signature[leader]).all())
+
+
+def _hopcroft(table: Table, block: np.ndarray, budget: Budget) -> None:
+    """Hopcroft's refinement from the partition `block` (int64[n + 1]), in place."""
+    n = table.n_states
+    rows = table.next.tolist()
     inverse: list[list[tuple[int, int]]] = [[] for _ in range(n)]
-    for s, row in enumerate(dfa.delta):
-        for a, t in row.items():
-            inverse[t].append((a, s))
-    budget.charge(n + dfa.n_transitions, "minimisation")
-    accepting = {s for s in range(n) if dfa.accepting[s]}
-    rejecting = set(range(n)) - accepting
-    blocks: list[set[int]] = [b for b in (accepting, rejecting) if b]
+    m = 0
+    for s, row in enumerate(rows):
+        for j, t in enumerate(row):
+            if t >= 0:
+                inverse[t].append((j, s))
+                m += 1
+    budget.charge(n + m, "minimisation")
+    members: dict[int, set[int]] = {}
+    for s, b in enumerate(block[:n].tolist()):
+        members.setdefault(b, set()).add(s)
+    blocks: list[set[int]] = [members[b] for b in sorted(members)]
     block_of = [0] * n
-    for bi, block in enumerate(blocks):
-        for s in block:
+    for bi, group in enumerate(blocks):
+        for s in group:
             block_of[s] = bi
     waiting = list(range(len(blocks)))
     in_waiting = [True] * len(blocks)
@@ -38,41 +118,59 @@ def minimize(dfa: Dfa, budget: Budget) -> Dfa:
         in_waiting[splitter] = False
         pre: dict[int, list[int]] = {}
         for t in list(blocks[splitter]):
-            for a, s in inverse[t]:
-                sources = pre.get(a)
+            for j, s in inverse[t]:
+                sources = pre.get(j)
                 if sources is None:
-                    pre[a] = [s]
+                    pre[j] = [s]
                 else:
                     sources.append(s)
-        for a in sorted(pre):
-            sources = pre[a]
+        for j in sorted(pre):
+            sources = pre[j]
             budget.charge(len(sources), "minimisation")
             touched: dict[int, list[int]] = {}
             for s in sources:
                 touched.setdefault(block_of[s], []).append(s)
-            for y, members in touched.items():
-                if len(members) == len(blocks[y]):
+            for y, split in touched.items():
+                if len(split) == len(blocks[y]):
                     continue
-                blocks[y].difference_update(members)
+                blocks[y].difference_update(split)
                 z = len(blocks)
-                blocks.append(set(members))
-                for s in members:
+                blocks.append(set(split))
+                for s in split:
                     block_of[s] = z
-                if in_waiting[y] or len(members) <= len(blocks[y]):
+                if in_waiting[y] or len(split) <= len(blocks[y]):
                     waiting.append(z)
                     in_waiting.append(True)
                 else:
                     in_waiting.append(False)
                     waiting.append(y)
                     in_waiting[y] = True
-    quotient_delta: list[dict[int, int]] = [{} for _ in blocks]
-    quotient_accepting = [False] * len(blocks)
-    for s in range(n):
-        b = block_of[s]
-        quotient_accepting[b] = dfa.accepting[s]
-        if not quotient_delta[b]:
-            quotient_delta[b] = {a: block_of[t] for a, t in dfa.delta[s].items()}
-    return renumber(Dfa(quotient_delta, quotient_accepting), block_of[0])
+    block[:n] = block_of
+
+
+def minimize_table(table: Table, budget: Budget) -> Table:
+    """The minimal DFA equivalent to `table` (all states assumed reachable), BFS-numbered."""
+    n = table.n_states
+    block = np.empty(n + 1, dtype=np.int64)
+    block[:n] = table.accepting
+    block[n] = -1
+    if not _moore(table, block, budget):
+        # the rounds reached a partition never finer than the coarsest one; split it by
+        # acceptance (a collision may have merged across) and refine it exactly
+        block[:n] = block[:n] * 2 + table.accepting
+        _hopcroft(table, block, budget)
+    _, representative, quotient = np.unique(block[:n], return_index=True, return_inverse=True)
+    quotient = np.append(quotient.reshape(-1).astype(np.int32), np.int32(NONE))
+    rows = table.next[representative]
+    merged = table.with_next(
+        quotient[np.where(rows < 0, n, rows)], table.accepting[representative]
+    )
+    return renumber_table(merged, int(quotient[0]))
+
+
+def minimize(dfa: Dfa, budget: Budget) -> Dfa:
+    """The minimal DFA equivalent to `dfa` (atom rows), BFS-numbered."""
+    return minimize_table(Table.from_dfa(dfa), budget).to_dfa()
 
 
 def renumber(dfa: Dfa, start: int = 0) -> Dfa:

@@ -11,14 +11,23 @@ in a repetition with `min == max`, where the counter decides (restart below the 
 at it). All sets are Python ints used as bitsets over input atoms (bit `n_input` is end of
 input in FOLLOW). Fixed points iterate machines in sorted order and charge every pass to the
 budget.
+
+Machines arrive as dense `Table`s over their own segments (`dfa.py`); segments at or above
+`alphabet.n_input` are call atoms, one each. The charges are those of the atom-level
+algorithm (one per state and atom-level transition), so budgets do not depend on the layout.
+The resolved tables are dense over the grammar's input atoms (`Resolved`). The conflict path
+alone, which explains an overlap with a path and a call site, reads atom rows (`Dfa`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from trgc.automata.alphabet import Alphabet
-from trgc.automata.dfa import Dfa
+from trgc.automata.dfa import NONE, Dfa, Table
+from trgc.automata.graph import coreachable
 from trgc.errors import TrgcError
 from trgc.limits import Budget
 
@@ -40,10 +49,48 @@ def restarts(counts: Counts, name: str) -> bool:
 
 @dataclass
 class Resolved:
-    """One machine after call resolution: `rows[s]` maps input atom -> action."""
+    """One machine after call resolution, dense over the grammar's input atoms: `next[s, a]`
+    is a shift target (>= 0), `NONE`, or a call `-2 - i` of `calls[i]` = (callee, return
+    state); each (callee, return state) pair has one index."""
 
-    rows: list[dict[int, Action]]
-    accepting: list[bool]
+    next: np.ndarray  # int32[n_states, n_input]
+    calls: list[tuple[str, int]]
+    accepting: np.ndarray  # bool[n_states]
+
+    @property
+    def n_states(self) -> int:
+        return int(self.next.shape[0])
+
+
+@dataclass
+class Columns:
+    """How one machine's segments read: the first `n_in` are input atoms (`bits[j]` their
+    bitset), the rest one call atom each (`callees[j - n_in]`)."""
+
+    n_in: int
+    bits: list[int]
+    callees: list[str]
+
+    def shifts(self, row: list[int]) -> int:
+        """The bitset of input atoms a table row shifts on."""
+        mask = 0
+        for j in range(self.n_in):
+            if row[j] >= 0:
+                mask |= self.bits[j]
+        return mask
+
+    def calls(self, row: list[int]) -> list[tuple[str, int]]:
+        """(callee, return state) of a table row's call edges, atoms ascending."""
+        n_in = self.n_in
+        return [(c, row[n_in + i]) for i, c in enumerate(self.callees) if row[n_in + i] >= 0]
+
+
+def columns(table: Table, alphabet: Alphabet) -> Columns:
+    n_input = alphabet.n_input
+    lo, hi = table.seg_lo.tolist(), table.seg_hi.tolist()
+    n_in = int(np.searchsorted(table.seg_lo, n_input))
+    bits = [((1 << (hi[j] - lo[j] + 1)) - 1) << lo[j] for j in range(n_in)]
+    return Columns(n_in, bits, [alphabet.calls[a - n_input] for a in lo[n_in:]])
 
 
 def _bits(mask: int):
@@ -67,65 +114,59 @@ def _shift_mask(row: dict[int, int], alphabet: Alphabet) -> int:
     return mask
 
 
-def trim_unproductive(dfas: dict[str, Dfa], alphabet: Alphabet, budget: Budget) -> dict[str, Dfa]:
+def trim_unproductive(
+    tables: dict[str, Table], cols: dict[str, Columns], budget: Budget
+) -> dict[str, Table]:
     """Drop states that cannot reach acceptance and calls to rules that derive no string.
 
     A machine is productive when its start state reaches an accepting state through shifts
     and calls of productive machines (least fixed point).
     """
-    names = sorted(dfas)
+    names = sorted(tables)
     productive: set[str] = set()
-    live: dict[str, set[int]] = {}
+    live: dict[str, np.ndarray] = {}
+    seen_with: dict[str, frozenset[str]] = {}  # the productive callees `live` was computed with
+    cost = {name: tables[name].n_states + tables[name].n_transitions for name in names}
     changed = True
     while changed:
         changed = False
         for name in names:
-            dfa = dfas[name]
-            budget.charge(dfa.n_states + dfa.n_transitions, "productivity analysis")
-            reverse: list[list[int]] = [[] for _ in range(dfa.n_states)]
-            for s, row in enumerate(dfa.delta):
-                for a, t in row.items():
-                    if a < alphabet.n_input or alphabet.calls[a - alphabet.n_input] in productive:
-                        reverse[t].append(s)
-            seen = {s for s in range(dfa.n_states) if dfa.accepting[s]}
-            todo = list(seen)
-            while todo:
-                t = todo.pop()
-                for s in reverse[t]:
-                    if s not in seen:
-                        seen.add(s)
-                        todo.append(s)
-            live[name] = seen
-            if 0 in seen and name not in productive:
+            table, col = tables[name], cols[name]
+            budget.charge(cost[name], "productivity analysis")
+            usable = frozenset(c for c in col.callees if c in productive)
+            if name not in live or seen_with[name] != usable:
+                allowed = _allowed(col, usable)
+                live[name] = coreachable(table.next[:, allowed], table.accepting)
+                seen_with[name] = usable
+            if live[name][0] and name not in productive:
                 productive.add(name)
                 changed = True
-    out: dict[str, Dfa] = {}
+    out: dict[str, Table] = {}
     for name in names:
         if name not in productive:
             continue
-        dfa, keep = dfas[name], live[name]
-        delta = []
-        for s, row in enumerate(dfa.delta):
-            delta.append(
-                {
-                    a: t
-                    for a, t in row.items()
-                    if s in keep
-                    and t in keep
-                    and (a < alphabet.n_input or alphabet.calls[a - alphabet.n_input] in productive)
-                }
-            )
-        out[name] = Dfa(delta, list(dfa.accepting))
+        table, keep = tables[name], live[name]
+        n = table.n_states
+        allowed = _allowed(cols[name], frozenset(c for c in cols[name].callees if c in productive))
+        target_live = np.append(keep, False)[np.where(table.next < 0, n, table.next)]
+        mask = target_live & keep[:, None] & allowed[None, :]
+        out[name] = table.with_next(np.where(mask, table.next, NONE).astype(np.int32))
     return out
 
 
-def first_sets(dfas: dict[str, Dfa], alphabet: Alphabet, budget: Budget) -> dict[str, int]:
+def _allowed(col: Columns, usable: frozenset[str]) -> np.ndarray:
+    """bool[n_segments]: input segments and calls of the `usable` machines."""
+    return np.array([True] * col.n_in + [c in usable for c in col.callees], dtype=bool)
+
+
+def first_sets(
+    tables: dict[str, Table], cols: dict[str, Columns], budget: Budget
+) -> dict[str, int]:
     """FIRST(machine) = input atoms its start state handles, by shift or by a call."""
-    names = sorted(dfas)
-    first = {name: _shift_mask(dfas[name].delta[0], alphabet) for name in names}
-    start_calls = {
-        name: [callee for callee, _ in _calls_of(dfas[name].delta[0], alphabet)] for name in names
-    }
+    names = sorted(tables)
+    start_rows = {name: tables[name].next[0].tolist() for name in names}
+    first = {name: cols[name].shifts(start_rows[name]) for name in names}
+    start_calls = {name: [c for c, _ in cols[name].calls(start_rows[name])] for name in names}
     changed = True
     while changed:
         changed = False
@@ -141,22 +182,72 @@ def first_sets(dfas: dict[str, Dfa], alphabet: Alphabet, budget: Budget) -> dict
 
 
 def drop_empty_calls(
-    dfas: dict[str, Dfa], first: dict[str, int], alphabet: Alphabet
-) -> dict[str, Dfa]:
+    tables: dict[str, Table], cols: dict[str, Columns], first: dict[str, int]
+) -> dict[str, Table]:
     """Remove call edges to rules whose FIRST is empty (they only match the empty string,
     which the nullable bypass already covers; such a call could never be taken)."""
     out = {}
-    for name, dfa in dfas.items():
-        delta = [
-            {
-                a: t
-                for a, t in row.items()
-                if a < alphabet.n_input or first[alphabet.calls[a - alphabet.n_input]]
-            }
-            for row in dfa.delta
-        ]
-        out[name] = Dfa(delta, list(dfa.accepting))
+    for name, table in tables.items():
+        col = cols[name]
+        empty = [col.n_in + i for i, c in enumerate(col.callees) if not first.get(c, 0)]
+        if empty:
+            next_table = table.next.copy()
+            next_table[:, empty] = NONE
+            table = table.with_next(next_table)
+        out[name] = table
     return out
+
+
+def _call_sites(table: Table, col: Columns) -> list[tuple[str, int]]:
+    """(callee, return state) of every call edge, row-major (states, then atoms, ascending)."""
+    if not col.callees:
+        return []
+    part = table.next[:, col.n_in :]
+    states, which = np.nonzero(part >= 0)
+    returns = part[states, which].tolist()
+    return [(col.callees[i], r) for i, r in zip(which.tolist(), returns, strict=True)]
+
+
+def follow_sets(
+    tables: dict[str, Table],
+    cols: dict[str, Columns],
+    start: str,
+    first: dict[str, int],
+    n_input: int,
+    budget: Budget,
+    counts: Counts,
+) -> dict[str, int]:
+    """FOLLOW(R) = union over call sites of R of what the return state handles (fixed point)."""
+    names = sorted(tables)
+    follow = dict.fromkeys(names, 0)
+    follow[start] = 1 << n_input
+    sites = []  # (caller, callee, what the return state handles itself, accepting, restarts)
+    for name in names:
+        table, col = tables[name], cols[name]
+        handled: dict[int, int] = {}
+        for callee, r in _call_sites(table, col):
+            own = handled.get(r)
+            if own is None:
+                row = table.next[r].tolist()
+                own = col.shifts(row)
+                for c, _ in col.calls(row):
+                    own |= first[c]
+                handled[r] = own
+            sites.append((name, callee, own, bool(table.accepting[r]), restarts(counts, name)))
+    changed = True
+    while changed:
+        changed = False
+        budget.charge(len(sites) + 1, "FOLLOW sets")
+        for caller, callee, own, accepting, restart in sites:
+            mask = follow[callee] | own
+            if accepting:
+                mask |= follow[caller]
+                if restart:
+                    mask |= first[caller]
+            if mask != follow[callee]:
+                follow[callee] = mask
+                changed = True
+    return follow
 
 
 def _handled(
@@ -168,6 +259,8 @@ def _handled(
     alphabet: Alphabet,
     counts: Counts,
 ) -> int:
+    """What atom row `state` of `caller` handles: shifts, callees' FIRST, and on acceptance
+    FOLLOW (and FIRST again when it restarts)."""
     row = dfa.delta[state]
     mask = _shift_mask(row, alphabet)
     for callee, _ in _calls_of(row, alphabet):
@@ -177,37 +270,6 @@ def _handled(
         if restarts(counts, caller):
             mask |= first[caller]
     return mask
-
-
-def follow_sets(
-    dfas: dict[str, Dfa],
-    start: str,
-    first: dict[str, int],
-    alphabet: Alphabet,
-    budget: Budget,
-    counts: Counts,
-) -> dict[str, int]:
-    """FOLLOW(R) = union over call sites of R of what the return state handles (fixed point)."""
-    names = sorted(dfas)
-    follow = dict.fromkeys(names, 0)
-    follow[start] = 1 << alphabet.n_input
-    sites = []  # (caller, callee, return_state)
-    for name in names:
-        for row in dfas[name].delta:
-            for callee, r in _calls_of(row, alphabet):
-                sites.append((name, callee, r))
-    changed = True
-    while changed:
-        changed = False
-        budget.charge(len(sites) + 1, "FOLLOW sets")
-        for caller, callee, r in sites:
-            mask = follow[callee] | _handled(
-                dfas[caller], r, caller, first, follow, alphabet, counts
-            )
-            if mask != follow[callee]:
-                follow[callee] = mask
-                changed = True
-    return follow
 
 
 def _bfs_parents(dfa: Dfa) -> list[tuple[int, int] | None]:
@@ -269,13 +331,21 @@ class Conflicts:
     restarts there, and every callee of a competing call), which lets the driver expand
     counted repetitions and shared rules that caused it."""
 
-    def __init__(self, dfas: dict[str, Dfa], alphabet: Alphabet):
-        self.dfas = dfas
+    def __init__(self, tables: dict[str, Table], alphabet: Alphabet):
+        self.tables = tables
         self.alphabet = alphabet
         self.items: list[dict] = []
         self.count = 0
         self.involved: set[str] = set()
         self._paths: dict[str, list] = {}
+        self._dfas: dict[str, Dfa] | None = None
+
+    @property
+    def dfas(self) -> dict[str, Dfa]:
+        """The machines as atom rows (made on the first conflict reported in detail)."""
+        if self._dfas is None:
+            self._dfas = {name: table.to_dfa() for name, table in self.tables.items()}
+        return self._dfas
 
     def path(self, machine: str, state: int) -> str:
         if machine not in self._paths:
@@ -343,8 +413,32 @@ def _return_reason(
     return f"return from {machine}"
 
 
+def _first_masks(first: dict[str, int], n_input: int) -> dict[str, np.ndarray]:
+    """Each FIRST set as bool[n_input]."""
+    size = (n_input + 7) // 8
+    out = {}
+    for name, mask in first.items():
+        raw = np.frombuffer((mask & ((1 << n_input) - 1)).to_bytes(size, "little"), dtype=np.uint8)
+        out[name] = np.unpackbits(raw, bitorder="little")[:n_input].astype(bool)
+    return out
+
+
+def _input_columns(table: Table, col: Columns, n_input: int) -> np.ndarray:
+    """int32[n_states, n_input]: the table's shifts per input atom (calls left out)."""
+    n = table.n_states
+    lo = table.seg_lo[: col.n_in]
+    width = table.width[: col.n_in]
+    segment = np.full(n_input, col.n_in, dtype=np.int64)  # col.n_in: the NONE column
+    atoms = np.repeat(lo - (np.cumsum(width) - width), width) + np.arange(int(width.sum()))
+    segment[atoms] = np.repeat(np.arange(col.n_in, dtype=np.int64), width)
+    shifts = np.full((n, col.n_in + 1), NONE, dtype=np.int32)
+    shifts[:, : col.n_in] = table.next[:, : col.n_in]
+    return shifts[:, segment]
+
+
 def resolve(
-    dfas: dict[str, Dfa],
+    tables: dict[str, Table],
+    cols: dict[str, Columns],
     start: str,
     first: dict[str, int],
     follow: dict[str, int],
@@ -356,27 +450,37 @@ def resolve(
 
     A restart needs no table entry: at an accepting state of a counted repetition the run-time
     step restarts on a symbol that state 0 handles (docs/compilation.md, "Counters"), so the
-    check only makes sure nothing else claims those symbols there."""
+    check only makes sure nothing else claims those symbols there. Only states with a call
+    or an accepting state can have two options; the others are checked by construction."""
     n_input = alphabet.n_input
     input_mask = (1 << n_input) - 1
-    conflicts = Conflicts(dfas, alphabet)
+    conflicts = Conflicts(tables, alphabet)
+    first_masks: dict[str, np.ndarray] | None = None
     out: dict[str, Resolved] = {}
-    for name in sorted(dfas):
-        dfa = dfas[name]
+    for name in sorted(tables):
+        table, col = tables[name], cols[name]
         rep_min, rep_max = counts.get(name, (0, 0))
-        rows: list[dict[int, Action]] = []
-        for s, row in enumerate(dfa.delta):
-            budget.charge(1 + len(row), "predictive check")
+        sites = _call_sites(table, col)
+        budget.charge(
+            table.n_states + table.n_transitions + sum(first[c].bit_count() for c, _ in sites),
+            "predictive check",
+        )
+        candidates = table.accepting.copy()
+        if col.callees:
+            candidates |= (table.next[:, col.n_in :] >= 0).any(axis=1)
+        for s in np.flatnonzero(candidates).tolist():
+            row = table.next[s].tolist()
+            accepting = bool(table.accepting[s])
             options: list[tuple[str, int, Action | None]] = []
-            shifts = _shift_mask(row, alphabet)
+            shifts = col.shifts(row)
             if shifts:
                 options.append((f"shift in rule {name}", shifts, None))
-            for callee, r in _calls_of(row, alphabet):
+            for callee, r in col.calls(row):
                 options.append((f"call {callee}", first[callee], (callee, r)))
-            if s and dfa.accepting[s] and restarts(counts, name):
+            if s and accepting and restarts(counts, name):
                 # state 0 begins an iteration itself: restarting there would change nothing
                 options.append((f"restart {name}", first[name], None))
-            if dfa.accepting[s] and follow[name] & input_mask:
+            if accepting and follow[name] & input_mask:
                 options.append(("return", follow[name] & input_mask, None))
             for i in range(len(options)):
                 for j in range(i + 1, len(options)):
@@ -396,20 +500,27 @@ def resolve(
                             conflicts.count += 1
                             continue
                         described = [
-                            _return_reason(name, atom, dfas, first, follow, conflicts, counts)
+                            _return_reason(
+                                name, atom, conflicts.dfas, first, follow, conflicts, counts
+                            )
                             if o[0] == "return"
                             else o[0]
                             for o in (options[i], options[j])
                         ]
                         conflicts.add(name, s, atom, described[0], described[1])
-            resolved: dict[int, Action] = {a: t for a, t in row.items() if a < n_input}
-            for _, mask, action in options:
-                if action is not None:
-                    budget.charge(mask.bit_count(), "predictive check")
-                    for atom in _bits(mask):
-                        resolved.setdefault(atom, action)
-            rows.append(dict(sorted(resolved.items())))
-        out[name] = Resolved(rows, list(dfa.accepting))
+        if conflicts.count:
+            continue
+        resolved = _input_columns(table, col, n_input)
+        calls: dict[tuple[str, int], int] = {}
+        if sites:
+            if first_masks is None:
+                first_masks = _first_masks(first, n_input)
+            states = np.nonzero(table.next[:, col.n_in :] >= 0)[0].tolist()
+            for s, site in zip(states, sites, strict=True):
+                index = calls.setdefault(site, len(calls))
+                free = first_masks[site[0]] & (resolved[s] == NONE)
+                resolved[s, free] = -2 - index
+        out[name] = Resolved(resolved, list(calls), table.accepting)
     if conflicts.count:
         return conflicts
     return out

@@ -1,0 +1,154 @@
+"""Machines with the same body are built once per compilation, at the cost of building each.
+
+A JSON Schema with ten `maxLength` strings has ten counted-repetition machines whose bodies
+are the same subtree (the string's character class); each would give the same NFA, DFA and
+minimal table. `StructureKeys` gives every AST node a number that two nodes share exactly
+when their subtrees build the same automaton: same kind and payload, same children, and for a
+repetition the same machine plan (the machine it is counted as, or that it is copied). A rule
+reference is keyed by the rule's name: within one compilation attempt a name always expands
+(or calls) the same way. Source positions are left out; they only appear in errors that the
+first build would have raised already.
+
+Nested repetitions complicate this: two string bodies each holding a `\\u` escape `hex{4}`
+have different repetition nodes, one machine name each, but both are copied (they are small),
+so the names never matter. The memo therefore looks a machine up by its *loose* key (whether a
+repetition may be counted, not as which machine) when the first build counted none of its
+inner repetitions, and by its *named* key otherwise.
+
+`MachineMemo` keeps, per key, the built table and what building it cost: operations charged
+and states and transitions counted toward the running limits. A later machine with the same
+key is charged exactly that, so `E_LIMIT_OPERATIONS`, `E_LIMIT_STATES` and the stats are what
+building it again would give. When charging it could reach a limit, the memo steps aside and
+the machine is built again for real, so that the limit is raised at the very same point with
+the same message. The memo lives for one compilation attempt only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from trgc.automata.dfa import Counter, Table
+from trgc.grammar.ast import Grammar, Kind
+from trgc.limits import Budget, Limits
+
+
+class StructureKeys:
+    """Structural numbers of AST nodes, computed on demand and shared across lookups.
+
+    `keys(root)` is (loose, named): with *named*, a repetition that may be counted is keyed by
+    its machine's name (the call it becomes); *loose* keys it only by whether it may be
+    counted, which identifies the automaton only when no repetition inside is counted after
+    all (`MachineMemo` checks that). References are not followed."""
+
+    def __init__(self, grammar: Grammar, repeats: dict[int, str], expand: frozenset[int]):
+        self.nodes = grammar.nodes
+        self.repeats = repeats
+        self.expand = expand
+        self.number: dict[int, tuple[int, int]] = {}
+        self.interned: dict[tuple, int] = {}
+
+    def keys(self, root: int) -> tuple[int, int]:
+        number, interned, nodes = self.number, self.interned, self.nodes
+        stack = [(root, False)]
+        while stack:
+            node_id, ready = stack.pop()
+            if node_id in number:
+                continue
+            node = nodes[node_id]
+            if not ready:
+                stack.append((node_id, True))
+                stack.extend((c, False) for c in node.children if c not in number)
+                continue
+            children = [number[c] for c in node.children]
+            if node.kind == Kind.REPEAT:
+                machine = self.repeats.get(node_id)
+                expanded = node_id in self.expand
+                loose = (node.kind, node.payload, tuple(c[0] for c in children),
+                         machine is not None, expanded)  # fmt: skip
+                named = (node.kind, node.payload, tuple(c[1] for c in children), machine, expanded)
+            else:
+                loose = (node.kind, node.payload, tuple(c[0] for c in children))
+                named = (node.kind, node.payload, tuple(c[1] for c in children))
+            number[node_id] = (
+                interned.setdefault(loose, len(interned)),
+                interned.setdefault(("named", named), len(interned)),
+            )
+        return number[root]
+
+
+@dataclass(frozen=True)
+class Built:
+    """One machine's minimal table and what building it did besides."""
+
+    table: Table
+    specials: frozenset[str]
+    calls: frozenset[str]
+    operations: int
+    states: int  # counted toward limits.states
+    transitions: int  # counted toward limits.transitions
+    nfa_states: int
+    dfa_states: int
+
+
+class MachineMemo:
+    """Built machines by structural key, for one compilation attempt."""
+
+    def __init__(
+        self, limits: Limits, budget: Budget, counter: Counter, repeat_names: frozenset[str]
+    ) -> None:
+        self.limits = limits
+        self.budget = budget
+        self.counter = counter
+        self.repeat_names = repeat_names  # the machines a repetition may be counted as
+        self.loose: dict[int, Built] = {}
+        self.named: dict[int, Built] = {}
+
+    def reuse(self, keys: tuple[int, int]) -> Built | None:
+        """The machine built before under its (loose, named) `keys`, its costs charged, or
+        None (build it: there is none, or charging its costs could reach a limit)."""
+        found = self.loose.get(keys[0]) or self.named.get(keys[1])
+        if found is None:
+            return None
+        budget, counter, limits = self.budget, self.counter, self.limits
+        if (
+            budget.used + found.operations > budget.limit
+            or counter.states + found.states > limits.states
+            or counter.transitions + found.transitions > limits.transitions
+        ):
+            return None
+        budget.used += found.operations
+        counter.states += found.states
+        counter.transitions += found.transitions
+        return found
+
+    def start(self) -> tuple[int, int, int]:
+        """The running totals before a build (for `keep`)."""
+        return self.budget.used, self.counter.states, self.counter.transitions
+
+    def keep(
+        self,
+        keys: tuple[int, int] | None,
+        before: tuple[int, int, int],
+        table: Table,
+        specials: frozenset[str],
+        calls: frozenset[str],
+        nfa_states: int,
+        dfa_states: int,
+    ) -> Built:
+        used, states, transitions = before
+        built = Built(
+            table,
+            specials,
+            calls,
+            self.budget.used - used,
+            self.counter.states - states,
+            self.counter.transitions - transitions,
+            nfa_states,
+            dfa_states,
+        )
+        if keys is not None:
+            if calls & self.repeat_names:
+                self.named.setdefault(keys[1], built)
+            else:
+                self.loose.setdefault(keys[0], built)
+        return built

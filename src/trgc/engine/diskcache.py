@@ -40,6 +40,7 @@ MAGIC = b"TRGCDCE\0"
 CONTAINER_VERSION = 1
 LAYOUT = f"trgc-cache-{CONTAINER_VERSION}"  # the directory holding this layout's entries
 SUFFIX = ".entry"
+LEDGER_BYTES = 4096  # the usage ledger is one small JSON object
 _HEAD = struct.Struct("<8sIIQ")  # magic, container version, key length, payload length
 DIGEST_BYTES = 32
 MAX_KEY_BYTES = 4096
@@ -321,8 +322,8 @@ class DiskCache:
     def _read_ledger(self) -> int | None:
         """Bytes the ledger records, None when it is missing or unreadable (then a scan)."""
         try:
-            value = json.loads(self._ledger.read_bytes())["bytes"]
-        except (OSError, ValueError, KeyError, TypeError):
+            value = json.loads(read_bytes(self._ledger, LEDGER_BYTES))["bytes"]
+        except (TrgcError, ValueError, KeyError, TypeError):
             return None
         return value if isinstance(value, int) and value >= 0 else None
 
@@ -522,9 +523,13 @@ class DiskCache:
                     f"{size:,} bytes, more than the {self.max_entry_bytes:,}-byte entry limit",
                     path,
                 )
-            data = path.read_bytes()
+            data = read_bytes(path, size)  # a file that grew since the stat is refused
         except OSError:
             return None  # removed meanwhile
+        except TrgcError as error:
+            if error.code == "E_IO":
+                return None  # removed meanwhile
+            return _refusal("E_CACHE_ENTRY_OVERSIZED", "it grew while being read", path)
         try:
             stored, payload = decode_entry(data, None, path)
         except TrgcError as error:

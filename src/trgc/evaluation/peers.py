@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from trgc.errors import TrgcError
+from trgc.limits import read_file
 
 PEERS = ("llguidance",)
 
@@ -40,14 +41,7 @@ class LlguidancePeer:
                 hint="pip install 'llguidance>=1.9'",
             ) from None
         self._ll = llguidance
-        try:
-            raw = tokenizer_json.read_bytes()
-        except OSError as exc:
-            raise TrgcError(
-                "E_IO",
-                f"cannot read the peer tokenizer: {exc.strerror}",
-                source=str(tokenizer_json),
-            ) from None
+        raw = read_file(tokenizer_json, "tokenizer source")
         if tokenizer_json.name.endswith(".zst"):
             import zstandard
 

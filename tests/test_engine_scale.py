@@ -38,7 +38,6 @@ from trgc.engine.config import frame_key
 from trgc.engine.diskcache import DiskCache
 from trgc.engine.matcher import Matcher
 from trgc.engine.precompute import precompute
-from trgc.engine.residual import residual_id
 from trgc.grammar.schema.canonical import canonical_instance
 
 VOCABS = {
@@ -190,7 +189,7 @@ def test_every_path_equals_the_reference_on_walks_and_forced_instances(vocab, tm
         for i in range(len(steps) if steps is not None else WALK_STEPS):
             config = m.config
             key = frame_key(config[-1], b.trie_depth)
-            mkey = framecache.memory_key(b, key, residual_id(b, key))
+            mkey = framecache.memory_key(b, key, framecache.shared_id(b, key))
             before = shared.get(mkey) is not None
             mask = paths.masks_at(config)
             if before and owner.get(mkey) not in (None, art.sha256):

@@ -183,7 +183,7 @@ def test_every_path_equals_the_reference_on_walks_and_forced_instances(vocab, tm
     tok = tokenizer(vocab)
     shared, disk = MaskCache(), DiskCache(tmp_path / "cache")
     owner: dict[tuple, str] = {}  # memory key of a frame entry -> the artifact that made it
-    borrowed = forced_steps = disk_reads = 0
+    borrowed = forced_steps = disk_reads = expensive = 0
     rng = np.random.default_rng(sum(map(ord, vocab)))
     for name, art, doc in artifacts():
         try:
@@ -205,6 +205,7 @@ def test_every_path_equals_the_reference_on_walks_and_forced_instances(vocab, tm
             mkey = framecache.memory_key(b, key, framecache.shared_id(b, key))
             before = shared.get(mkey) is not None
             mask = paths.masks_at(config)
+            expensive += not framecache.cheap(b, key)
             if before and owner.get(mkey) not in (None, art.sha256):
                 borrowed += 1  # this artifact's mask used an entry another artifact computed
             owner.setdefault(mkey, art.sha256)
@@ -225,6 +226,8 @@ def test_every_path_equals_the_reference_on_walks_and_forced_instances(vocab, tm
         disk_reads += paths.disk_reads
         assert disk.flush(60)  # between two artifacts, as between two requests of a server
     assert forced_steps > 100
-    assert disk_reads > 0
-    assert borrowed > 0
-    assert disk.flush(60) and disk.stats.writes > 0
+    assert disk.flush(60)
+    if expensive:  # frames whose walk pays a disk lookup were met: they went to disk and back
+        assert disk_reads > 0 and disk.stats.writes > 0 and borrowed > 0
+    else:  # a small vocabulary (Mistral's 56k trie nodes): every walk is cheaper than the disk
+        assert disk.stats.writes == 0 and not list(disk.layout.rglob("*.entry"))

@@ -22,12 +22,18 @@ from trgc.engine.config import START, frame_key, step_bytes
 from trgc.engine.diskcache import DiskCache
 from trgc.engine.matcher import Matcher
 from trgc.engine.precompute import precompute
-from trgc.engine.residual import residual_id
 
 
 @functools.cache
 def synthetic():
     return trgc.load_tokenizer(ROOT / "tokenizers/synthetic/json-bytelevel")
+
+
+@functools.cache
+def llama3():
+    """A real vocabulary: on the small synthetic one every frame is cheap enough to stay off
+    the disk (`framecache.cheap`)."""
+    return trgc.load_tokenizer(ROOT / "tokenizers/llama3.trt")
 
 
 @functools.cache
@@ -77,8 +83,9 @@ def test_walks_in_tiny_chunks_are_exact(make, tiny_chunks):
         m.advance(int(rng.choice(choices)))
 
 
-def test_a_cancelled_walk_raises_and_leaves_no_entry(tmp_path, tiny_chunks):
-    art, tok = json_trg(), synthetic()
+def test_a_cancelled_walk_raises_and_leaves_no_entry(tmp_path, monkeypatch):
+    monkeypatch.setattr(kernel, "CHUNK_NODES", 1000)
+    art, tok = json_trg(), llama3()
     b = bind(art, tok)
     config = step_bytes(b.tables, START, b'{"key": "a string')
     key = frame_key(config[-1], b.trie_depth)
@@ -87,7 +94,7 @@ def test_a_cancelled_walk_raises_and_leaves_no_entry(tmp_path, tiny_chunks):
     m._history = [config]
     with pytest.raises(Cancelled), cancellable(after(3)):
         m.allowed_tokens()
-    rid = residual_id(b, key)
+    rid = framecache.shared_id(b, key)
     assert cache.get(framecache.memory_key(b, key, rid)) is None  # no frame entry
     assert len(cache) == 0  # and no whole-configuration mask
     assert disk.flush(30) and not list(disk.layout.rglob("*.entry"))
@@ -97,12 +104,12 @@ def test_a_cancelled_walk_raises_and_leaves_no_entry(tmp_path, tiny_chunks):
 
 
 def test_a_cancelled_precompute_returns_nothing_and_publishes_only_whole_entries(tmp_path):
-    """Cancelled halfway (json.trg over this tokenizer passes about 90 checkpoints), the
-    precompute raises; the entries it finished before are published whole, and a later
-    precompute reads them back and builds the very file an uncached one builds."""
-    art, tok = json_trg(), synthetic()
+    """Cancelled halfway, the precompute raises; the entries it finished before are published
+    whole, and a later precompute reads them back and builds the very file an uncached one
+    builds."""
+    art, tok = json_trg(), llama3()
     disk = DiskCache(tmp_path / "cache")
-    with pytest.raises(Cancelled), cancellable(after(45)):
+    with pytest.raises(Cancelled), cancellable(after(checkpoints(art, tok) // 2)):
         precompute(art, tok, disk_cache=disk)
     assert disk.flush(30)
     published = list(disk.layout.rglob("*.entry"))
@@ -111,6 +118,14 @@ def test_a_cancelled_precompute_returns_nothing_and_publishes_only_whole_entries
     masks = precompute(art, tok, disk_cache=disk)
     assert disk.stats.hits == len(published)
     assert trgc_masks_bytes(masks) == trgc_masks_bytes(precompute(art, tok))
+
+
+def checkpoints(art, tok) -> int:
+    """How many checkpoints a whole precompute of `art` over `tok` passes."""
+    calls = itertools.count()
+    with cancellable(lambda: next(calls) < 0):
+        precompute(art, tok)
+    return next(calls)
 
 
 def trgc_masks_bytes(masks) -> bytes:

@@ -217,7 +217,13 @@ def test_cache_hits_and_budget():
     m = Matcher(json_like(), TOK, cache=cache)
     first = m.allowed_tokens()
     assert m.last_source == "walk"
-    assert (m.allowed_tokens() == first).all() and m.last_source == "cache"
+    # the start frame decides the whole mask alone: its entry is the mask (no second copy)
+    assert (m.allowed_tokens() == first).all() and m.last_source == "frame"
+    assert len(cache) == 1
+    m._history = [step_bytes(m._binding.tables, START, b"x")]  # accepting: EOS added, cached
+    m.allowed_tokens()
+    assert (m.allowed_tokens() == reference.allowed_mask(m._binding, m.config)).all()
+    assert m.last_source == "cache"
     other = Matcher(regular(), TOK, cache=cache)  # same cache, other artifact: no false hit
     other.allowed_tokens()
     assert other.last_source == "walk"

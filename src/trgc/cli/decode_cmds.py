@@ -280,6 +280,9 @@ def generate_command(
             source=str(trace),
             hint="create it first; nothing was generated",
         )
+    # the console for the final lines is made now: importing rich takes ~85 ms, which would
+    # otherwise delay the acknowledgement of a Ctrl-C (measured by benchmarks/bench_cancel.py)
+    err = None if as_json else stderr_console()
     interrupted = threading.Event()
     progress = _Progress(as_json, max_tokens)
     run = {
@@ -336,7 +339,6 @@ def generate_command(
     elif not as_json:
         if sys.stdout.isatty():
             sys.stdout.write("\n")
-        err = stderr_console()
         err.print(
             f"stop: {result.stop}: {result.claim.label}, {document['steps']} steps"
             + (f", trace {trace}" if trace else ""),

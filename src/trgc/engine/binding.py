@@ -53,7 +53,6 @@ class Binding:
     offsets: np.ndarray  # int64[V + 1]: token bytes in `data`
     data: np.ndarray  # uint8
     byte_token: np.ndarray  # bool[V]: matched by bytes
-    has_bytes: np.ndarray  # bool[V]: normal or byte-fallback with bytes (the trie's tokens)
     special_ids: np.ndarray  # int64[k]: token id of `artifact.specials[k]`
     special_syms: np.ndarray  # int64[k]: grammar symbol of `artifact.specials[k]`
     eos_ids: np.ndarray  # int64: ids allowed exactly in accepting configurations
@@ -148,7 +147,6 @@ def bind(artifact: Artifact, tokenizer) -> Binding:
         offsets=vocab.offsets,
         data=vocab.data,
         byte_token=byte_token,
-        has_bytes=vocab.has_bytes,
         special_ids=special_ids,
         special_syms=special_syms,
         eos_ids=vocab.eos_ids,

@@ -23,10 +23,10 @@ import contextlib
 import hashlib
 import json
 import os
-import queue
 import re
 import shutil
 import struct
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -70,7 +70,8 @@ REFUSAL_CODES = (
     "E_CACHE_ENTRY_CORRUPT",
     "E_CACHE_ENTRY_PAYLOAD",  # refused by the caller: the payload does not decode as its kind
 )
-PENDING_LIMIT = 4096  # entries waiting for the publisher; more are dropped (counted)
+PENDING_LIMIT = 2048  # entries waiting for the publisher; more are dropped (counted)
+QUIET_SECONDS = 0.25  # the publisher writes once nothing new came for this long
 FLUSH_AT_EXIT_SECONDS = 10.0
 
 
@@ -387,9 +388,13 @@ class DiskCache:
         return decode_entry(data, key, path)[1], st.st_mtime
 
     # -- writing --------------------------------------------------------------------------
-    def put(self, key: EntryKey, payload: bytes) -> bool:
+    def put(self, key: EntryKey, payload: bytes, *, durable: bool = True) -> bool:
         """Publish `payload` under `key` unless it is already there; False when it is larger
-        than `max_entry_bytes` or the directory cannot be written (the cache is best effort)."""
+        than `max_entry_bytes` or the directory cannot be written (the cache is best effort).
+        Publication is atomic either way (a temporary file renamed into place); `durable`
+        also fsyncs the file first, so that it survives a power loss. Without it a crash may
+        leave a cut entry, which the next read refuses and the caller recomputes: the
+        background publisher writes so, because the fsync is nearly all of a put's cost."""
         if len(payload) > self.max_entry_bytes:
             self.stats.write_failures += 1
             return False
@@ -400,7 +405,10 @@ class DiskCache:
         try:
             self._ensure_root()
             path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write(path, data)
+            if durable:
+                atomic_write(path, data)
+            else:
+                _replace_quickly(path, data)
             self._account(len(data))
         except (OSError, TrgcError):
             self.stats.write_failures += 1
@@ -409,11 +417,12 @@ class DiskCache:
         return True
 
     def put_later(self, key: EntryKey, make_payload: Callable[[], bytes]) -> None:
-        """Publish `make_payload()` under `key` from a background thread: a `put` costs
-        milliseconds (nearly all of it the fsync), which a decoder must not wait for between
-        two masks. The payload is made in that thread too. Entries still pending when the
-        interpreter exits are published first (for at most `FLUSH_AT_EXIT_SECONDS`); beyond
-        `PENDING_LIMIT` waiting entries new ones are dropped (`stats.dropped`)."""
+        """Publish `make_payload()` under `key` from a background thread, in a quiet moment
+        (`_Publisher`): a `put` costs milliseconds (nearly all of it the fsync), which a decoder
+        must not wait for between two masks. The payload is made in that thread too. Entries
+        still pending when the interpreter exits are published first (for at most
+        `FLUSH_AT_EXIT_SECONDS`); beyond `PENDING_LIMIT` waiting entries new ones are dropped
+        (`stats.dropped`)."""
         with self._publisher_lock:
             if self._publisher is None:
                 self._publisher = _Publisher(self)
@@ -602,40 +611,87 @@ class DiskCache:
         return len(files), sum(f.size for f in files)
 
 
+def _replace_quickly(path: Path, data: bytes) -> None:
+    """Write `data` to a temporary file beside `path` and rename it into place, without an
+    fsync; nothing is left behind on failure."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
 class _Publisher:
-    """The background thread behind `DiskCache.put_later` (a daemon, started on first use)."""
+    """The background thread behind `DiskCache.put_later` (a daemon, started on first use).
+
+    It publishes only in a quiet moment: once no entry has been submitted for `QUIET_SECONDS`,
+    or when `flush` asks, and stops again as soon as a new one comes. While a decoder produces
+    new entries it writes nothing and is not even woken (it looks at the queue `QUIET_SECONDS`
+    apart): its file system calls and, above all, the interpreter lock it takes back after each
+    of them would interrupt the decoder's masks (measured: a publisher writing as entries came
+    tripled the thread CPU time of cold masks). It writes without fsync (`put(durable=False)`).
+    Pending entries wait in memory, at most `PENDING_LIMIT` of them."""
 
     def __init__(self, cache: DiskCache) -> None:
         self.cache = cache
-        self.pending: queue.Queue = queue.Queue(maxsize=PENDING_LIMIT)
+        self.pending: list[tuple[EntryKey, Callable[[], bytes]]] = []
+        self.unfinished = 0  # submitted and not yet published (or failed)
+        self.last_submit = 0.0
+        self.hurry = 0  # flushes waiting
+        self.cond = threading.Condition()
         thread = threading.Thread(target=self._run, name="trgc-cache-publisher", daemon=True)
         thread.start()
         atexit.register(self.flush, FLUSH_AT_EXIT_SECONDS)
 
     def submit(self, key: EntryKey, make_payload: Callable[[], bytes]) -> None:
-        try:
-            self.pending.put_nowait((key, make_payload))
-        except queue.Full:
-            self.cache.stats.dropped += 1
+        with self.cond:
+            if len(self.pending) >= PENDING_LIMIT:
+                self.cache.stats.dropped += 1
+                return
+            self.pending.append((key, make_payload))
+            self.unfinished += 1
+            self.last_submit = time.monotonic()
 
     def _run(self) -> None:
         while True:
-            key, make_payload = self.pending.get()
-            try:
-                self.cache.put(key, make_payload())
-            except Exception:  # noqa: BLE001 - best effort: a payload that cannot be made is skipped
-                self.cache.stats.write_failures += 1
-            finally:
-                self.pending.task_done()
+            with self.cond:
+                while not (self.pending and (
+                    self.hurry or time.monotonic() - self.last_submit >= QUIET_SECONDS
+                )):  # fmt: skip
+                    self.cond.wait(QUIET_SECONDS)
+                batch, self.pending = self.pending, []
+            done = 0
+            for key, make_payload in batch:
+                if not self.hurry and time.monotonic() - self.last_submit < QUIET_SECONDS:
+                    break  # the decoder is busy again: the rest waits for the next quiet moment
+                try:
+                    self.cache.put(key, make_payload(), durable=False)
+                except Exception:  # noqa: BLE001 - best effort: a payload that cannot be made is skipped
+                    self.cache.stats.write_failures += 1
+                done += 1
+            with self.cond:
+                self.pending[:0] = batch[done:]
+                self.unfinished -= done
+                self.cond.notify_all()
 
     def flush(self, timeout: float | None) -> bool:
         deadline = None if timeout is None else time.monotonic() + timeout
-        with self.pending.all_tasks_done:
-            while self.pending.unfinished_tasks:
-                left = None if deadline is None else deadline - time.monotonic()
-                if left is not None and left <= 0:
-                    return False
-                self.pending.all_tasks_done.wait(left)
+        with self.cond:
+            self.hurry += 1
+            self.cond.notify_all()
+            try:
+                while self.unfinished:
+                    left = None if deadline is None else deadline - time.monotonic()
+                    if left is not None and left <= 0:
+                        return False
+                    self.cond.wait(left)
+            finally:
+                self.hurry -= 1
         return True
 
 

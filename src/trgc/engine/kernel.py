@@ -286,7 +286,8 @@ def _jitted():
 
 
 @functools.cache
-def _whole_trie() -> np.ndarray:
+def whole_trie() -> np.ndarray:
+    """The roots of a walk of the whole trie (node 0), read-only."""
     out = np.zeros(1, dtype=np.int32)
     out.flags.writeable = False
     return out
@@ -431,7 +432,7 @@ def walk_trie(
     if out_words.shape[0] != n_words:
         raise ValueError(f"out_words: expected {n_words} words, got {out_words.shape[0]}")
     if roots is None:
-        roots = _whole_trie()
+        roots = whole_trie()
     else:
         _require("roots", roots, np.int32, 1)
         if roots.size and not (int(roots.min()) > 0 and int(roots.max()) < n_nodes):
@@ -465,7 +466,7 @@ def mask_words(binding: Binding, config: Config | None, scratch: Scratch) -> np.
     words = np.zeros(binding.n_words, dtype=np.uint32)
     if config is None:
         return words
-    run_walk(binding, mask_key(config, binding.trie_depth), words, scratch, _whole_trie(),
+    run_walk(binding, mask_key(config, binding.trie_depth), words, scratch, whole_trie(),
              False, None)  # fmt: skip
     add_symbol_tokens(binding, config, words)
     return words

@@ -4,9 +4,9 @@ A matcher holds a history of configurations (for `rollback`) and per-matcher scr
 the binding of artifact and tokenizer is immutable and shared, caches are passed in explicitly.
 So matchers are thread-compatible: one thread per matcher, no hidden global state.
 
-With a precomputed `FrameMasks`, a configuration whose top state decides the whole mask on
-its own (`DirectRows`: no open roots to check, no EOS or special token possible, stack room
-enough) gets the precomputed row itself: no copy, no cache entry. Otherwise masks come from
+A configuration whose top frame decides the whole mask on its own (`DirectRows`: no open roots
+to check, no EOS or special token possible, stack room enough) gets the frame entry's accept
+set itself, precomputed or not: no copy, no cache entry. Otherwise masks come from
 the in-memory `MaskCache` (whole configuration) or are assembled from the `FrameEntry` of the
 top frame (what that frame decides on its own: from the `FrameMasks`, or keyed by the frame's
 residual in the `MaskCache` and the optional `DiskCache`, shared with every artifact and
@@ -29,6 +29,7 @@ from trgc.engine.bits import unpack
 from trgc.engine.cache import MaskCache
 from trgc.engine.config import (
     START,
+    STATE_MASK,
     Config,
     config_id,
     depth,
@@ -43,7 +44,7 @@ from trgc.engine.diskcache import DiskCache
 from trgc.engine.framecache import entry_for
 from trgc.engine.inputs import as_artifact, as_token_table
 from trgc.engine.kernel import Scratch, add_symbol_tokens, mask_words
-from trgc.engine.precompute import FrameEntry, FrameMasks, combine
+from trgc.engine.precompute import FrameEntry, FrameMasks, combine, plain_states
 from trgc.errors import TrgcError
 
 FORCED_BYTES_LIMIT = 4096
@@ -92,6 +93,7 @@ class Matcher:
         self._view_of: np.ndarray | None = None  # the words `_view` is the int32 view of
         self._view: np.ndarray | None = None
         self._scratch = Scratch(self._binding)
+        self._plain = plain_states(self._binding)
         self._longest = self._binding.trie_depth  # counters are clipped with the longest token
         self._history: list[Config | None] = [START]
         self.last_source = ""  # where the last mask came from: cache, frame, disk or walk
@@ -170,7 +172,13 @@ class Matcher:
             words = mask_words(binding, config, self._scratch)
         else:
             self.last_source = "frame"
-            words = combine(binding, self._frame(config[-1]), config, self._scratch)
+            entry = self._frame(config[-1])
+            alone = len(config) == 1 or not entry.open_roots.size  # nothing below is walked
+            if alone and self._plain[config[-1] & STATE_MASK]:
+                below = 0 if len(config) == 1 else depth(binding.tables, config[:-1])
+                if below + entry.height <= binding.tables.max_depth:
+                    return entry.accept  # the whole mask, as a direct row is (`DirectRows`)
+            words = combine(binding, entry, config, self._scratch)
             if words is None:
                 self.last_source = "walk"
                 words = mask_words(binding, config, self._scratch)

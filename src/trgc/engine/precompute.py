@@ -44,7 +44,7 @@ from trgc.engine.config import (
     mask_key,
     unclip,
 )
-from trgc.engine.kernel import Scratch, walk_trie
+from trgc.engine.kernel import Scratch, run_walk, walk_trie, whole_trie
 from trgc.engine.slices import candidates, default_slices, is_safe
 from trgc.errors import TrgcError
 from trgc.limits import DEFAULT_LIMITS, Limits, check_limit
@@ -87,7 +87,8 @@ def frame_entry(binding: Binding, key: int, scratch: Scratch) -> FrameEntry:
     else:
         accept = np.zeros(binding.n_words, dtype=np.uint32)
         skip = None
-    roots, height = walk_trie(binding, (key,), accept, scratch, frame_mode=frame_mode, skip=skip)
+    n_open, height = run_walk(binding, (key,), accept, scratch, whole_trie(), frame_mode, skip)
+    roots = scratch.open_roots[:n_open].copy()
     height = max(height, slice_height)
     accept.flags.writeable = False
     return FrameEntry(accept, roots, height)
@@ -265,9 +266,7 @@ class FrameMasks:
     def direct(self, binding: Binding) -> DirectRows:
         """The `DirectRows` of these masks over `binding` (after `require`)."""
         tables = binding.tables
-        specials = binding.special_syms.tolist()
-        acts = tables.next[:, specials] if specials else np.full((self.n_states, 0), -1)
-        plain = ~tables.accepting & (acts == -1).all(axis=1)
+        plain = plain_states(binding)
         rows = []
         for i in range(self.masks.shape[0]):
             row = self.masks[i]  # a view: the file's table is never copied
@@ -280,6 +279,19 @@ class FrameMasks:
             if plain[state[e]]:
                 found[key] = (rows[int(self.accept_id[e])], int(self.height[e]), closed[e])
         return DirectRows(found, tables.max_depth, self.longest)
+
+
+def plain_states(binding: Binding) -> np.ndarray:
+    """bool[n_states]: states that add nothing to a mask beyond their frame entry's accept set
+    (`add_symbol_tokens` adds nothing: not accepting, so no EOS, and no action on a special
+    symbol, so no special token). Built once per binding."""
+    found = binding._lazy.get("plain")
+    if found is None:
+        tables = binding.tables
+        specials = binding.special_syms.tolist()
+        acts = tables.next[:, specials] if specials else np.full((tables.next.shape[0], 0), -1)
+        found = binding._lazy["plain"] = ~tables.accepting & (acts == -1).all(axis=1)
+    return found
 
 
 @dataclass(frozen=True, eq=False)

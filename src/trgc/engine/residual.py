@@ -52,8 +52,8 @@ MAGIC = b"TRGCRES1"
 FAR = 1 << 40  # distance of a state not reached
 # Residuals of more states are not described: the description costs about n_states x
 # n_classes steps, and over 80 JSONSchemaBench schemas (Llama-3) 99% of the frames whose
-# residual another artifact shares have at most 128 states (benchmarks/bench_live.py, the
-# sharing line); larger frames are keyed by their artifact instead (engine/framecache.py)
+# residual another artifact shares have at most 128 states (benchmarks/bench_residuals.py);
+# larger frames are keyed by their artifact instead (engine/framecache.py)
 RESIDUAL_STATES = 128
 
 

@@ -2,8 +2,8 @@
 
 Binding an artifact to a tokenizer must not cost a pass over the vocabulary per artifact (time
 to first mask, docs/mask-engine.md section 5): everything here depends on the token table only,
-so it is built on the first binding and reused by every later one over a table with the same
-identity (`vocab_tables`: memoised by the table's SHA-256 for as long as a binding holds it,
+so it is built on the first binding and reused by every later one over the table, or over
+another table object with the same identity (`vocab_tables`: kept while the table lives,
 thread-safe; equal identities mean equal contents, hence equal tables and trie). A binding then
 only patches in the few ids its grammar names as special symbols.
 
@@ -14,7 +14,10 @@ only patches in the few ids its grammar names as special symbols.
   ending at each trie node (-1 none, -2 several: read the CSR lists), so that the common node
   costs the kernel one load instead of a loop;
 * the trie identity (`trie_id`, a SHA-256 of the trie arrays, computed on first use), which
-  cache files and disk-cache entries name because their open roots are trie nodes.
+  cache files and disk-cache entries name because their open roots are trie nodes;
+* `root_weight`: how many trie nodes lie under each first byte, an upper bound on what a walk
+  from a state visits (`engine/framecache.py` decides with it whether a frame's residual is
+  worth describing).
 """
 
 from __future__ import annotations
@@ -28,7 +31,11 @@ import numpy as np
 
 KIND_NORMAL, KIND_BYTE = 0, 1
 
-_memo: weakref.WeakValueDictionary = weakref.WeakValueDictionary()  # sha256 -> VocabTables
+# A table's VocabTables lives as long as the table object (`_by_table`); other table objects
+# with the same identity find it while it lives (`_by_sha`), so loading a tokenizer twice does
+# not build it twice, and it is never kept beyond the tables that use it.
+_by_table: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # TokenTable -> VocabTables
+_by_sha: weakref.WeakValueDictionary = weakref.WeakValueDictionary()  # sha256 -> VocabTables
 _lock = threading.Lock()
 
 
@@ -52,6 +59,7 @@ class VocabTables:
     node_tok: np.ndarray  # int32[n_nodes]: the one byte_base token at the node, -1, or -2
     node_of: np.ndarray  # int32[V]: the trie node a token ends at (-1: not in the trie)
     longest: int  # the deepest trie node: the longest token in bytes
+    root_weight: np.ndarray  # int64[256]: trie nodes under the first byte b (0: no token)
     _lazy: dict = field(default_factory=dict, repr=False)
 
     def trie_id(self) -> str:
@@ -107,7 +115,11 @@ def _build(tokenizer) -> VocabTables:
     node_tok[counts > 1] = -2
     node_of = np.full(int(tokenizer.vocab_size), -1, dtype=np.int32)
     node_of[token_ids] = np.repeat(np.arange(n_nodes, dtype=np.int32), counts)
-    for array in (has_bytes, byte_base, eos, node_tok, node_of):
+    root_weight = np.zeros(256, dtype=np.int64)
+    first = np.flatnonzero(node_depth == 1)
+    subtree_end = _read_only(trie.subtree_end, np.int32)
+    root_weight[np.asarray(trie.node_byte)[first]] = subtree_end[first] - first
+    for array in (has_bytes, byte_base, eos, node_tok, node_of, root_weight):
         array.flags.writeable = False
     return VocabTables(
         sha256=str(tokenizer.sha256),
@@ -119,23 +131,26 @@ def _build(tokenizer) -> VocabTables:
         eos_ids=eos,
         node_byte=_read_only(trie.node_byte, np.uint8),
         node_depth=node_depth,
-        subtree_end=_read_only(trie.subtree_end, np.int32),
+        subtree_end=subtree_end,
         parent=_read_only(trie.parent, np.int32),
         token_start=token_start,
         token_ids=token_ids,
         node_tok=node_tok,
         node_of=node_of,
         longest=int(node_depth.max()) if n_nodes else 0,
+        root_weight=root_weight,
     )
 
 
 def vocab_tables(tokenizer) -> VocabTables:
-    """The `VocabTables` of a `TokenTable` (built on first use, then shared by identity)."""
+    """The `VocabTables` of a `TokenTable` (built on first use; kept while the table lives and
+    shared with every table of the same identity)."""
     identity = str(tokenizer.sha256)
     with _lock:
-        found = _memo.get(identity)
+        found = _by_table.get(tokenizer) or _by_sha.get(identity)
     if found is None:
-        built = _build(tokenizer)
-        with _lock:
-            found = _memo.setdefault(identity, built)
+        found = _build(tokenizer)
+    with _lock:
+        found = _by_sha.setdefault(identity, found)
+        _by_table[tokenizer] = found
     return found

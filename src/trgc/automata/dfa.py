@@ -19,6 +19,8 @@ tests use; `Table.to_dfa` and `Table.from_dfa` convert.
 
 from __future__ import annotations
 
+from array import array
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,6 +29,7 @@ from trgc.automata.nfa import Nfa
 from trgc.limits import Budget, Limits, check_limit
 
 NONE = -1  # no transition
+_NO_STATES: frozenset[int] = frozenset()
 
 
 @dataclass
@@ -116,16 +119,22 @@ class _Closures:
     The closure of a set is the union of its members' closures, so each single state's is
     searched once and kept (with every state the search visited); a set's closure is the
     union. The budget is charged what a search from the set would visit, on every request of
-    a set and on the first request of a single state, as a search per request would be."""
+    a set and on the first request of a single state, as a search per request would be.
+    A state without epsilon edges is its own closure: it is never searched nor kept, so a
+    set of thousands of plain states (the first bytes of a large enum) costs no memory."""
 
     def __init__(self, nfa: Nfa, important: list[bool], budget: Budget):
         self.nfa = nfa
         self.important = important
         self.budget = budget
-        self.single: dict[int, tuple[frozenset[int], frozenset[int]]] = {}
+        # q -> (closure, every state the search visited); equal closures are one object
+        self.single: dict[int, tuple[frozenset[int], Collection[int]]] = {}
+        self.interned: dict[frozenset[int], frozenset[int]] = {}
         self.charged: set[int] = set()
 
-    def _search(self, q: int) -> tuple[frozenset[int], frozenset[int]]:
+    def _search(self, q: int) -> tuple[frozenset[int], Collection[int]]:
+        if not self.nfa.eps[q]:  # its own closure: cheaper to make than to keep
+            return (frozenset((q,)), (q,)) if self.important[q] else (_NO_STATES, (q,))
         found = self.single.get(q)
         if found is None:
             seen = {q}
@@ -137,7 +146,11 @@ class _Closures:
                         seen.add(t)
                         todo.append(t)
             important = self.important
-            found = self.single[q] = (frozenset(p for p in seen if important[p]), frozenset(seen))
+            closed = frozenset(p for p in seen if important[p])
+            closed = self.interned.setdefault(closed, closed)
+            # most searches visit important states only: keep one set, not two equal ones
+            found = (closed, closed if len(closed) == len(seen) else tuple(seen))
+            self.single[q] = found
         return found
 
     def single_charged(self, q: int) -> frozenset[int]:
@@ -152,14 +165,17 @@ class _Closures:
         if len(raw) == 1:
             (q,) = raw
             return self.single_charged(q)
-        parts = [self._search(q) for q in raw]
-        self.budget.charge(len(frozenset().union(*(seen for _, seen in parts))), "epsilon closure")
-        return frozenset().union(*(closed for closed, _ in parts))
+        eps = self.nfa.eps
+        plain = [q for q in raw if not eps[q]]
+        deep = [self._search(q) for q in raw if eps[q]]
+        seen = frozenset(plain).union(*(seen for _, seen in deep))
+        self.budget.charge(len(seen), "epsilon closure")
+        important = self.important
+        return frozenset(q for q in plain if important[q]).union(*(closed for closed, _ in deep))
 
 
-def _segments(nfa: Nfa) -> tuple[list[int], list[int], list[list[tuple[int, int, int]]], list[int]]:
-    """The NFA's segments (first and last atom of each), every state's edges as (first
-    segment, last segment, target) sorted, and every state's edge width in atoms."""
+def _segments(nfa: Nfa) -> tuple[list[int], list[int], _SegmentEdges]:
+    """The NFA's segments (first and last atom of each) and every state's edges over them."""
     bounds: set[int] = set()
     for edges in nfa.edges:
         for lo, hi, _ in edges:
@@ -182,19 +198,42 @@ def _segments(nfa: Nfa) -> tuple[list[int], list[int], list[list[tuple[int, int,
             segment_at[i] = len(seg_lo)
             seg_lo.append(points[i])
             seg_hi.append(points[i + 1] - 1)
-    seg_edges: list[list[tuple[int, int, int]]] = []
-    widths: list[int] = []
+    edges_of = _SegmentEdges()
     for edges in nfa.edges:
-        if not edges:
-            seg_edges.append([])
-            widths.append(0)
-            continue
-        mine = sorted(
-            (segment_at[position[lo]], segment_at[position[hi + 1] - 1], t) for lo, hi, t in edges
+        edges_of.add(
+            sorted(
+                (segment_at[position[lo]], segment_at[position[hi + 1] - 1], t)
+                for lo, hi, t in edges
+            ),
+            sum(hi - lo + 1 for lo, hi, _ in edges),
         )
-        seg_edges.append(mine)
-        widths.append(sum(hi - lo + 1 for lo, hi, _ in edges))
-    return seg_lo, seg_hi, seg_edges, widths
+    return seg_lo, seg_hi, edges_of
+
+
+class _SegmentEdges:
+    """Every NFA state's edges over segments, (first segment, last segment, target) sorted,
+    and its edge width in atoms, in flat arrays: three machine ints per edge instead of a tuple
+    and a list per state (a 20,000-branch enum has 170,000 states)."""
+
+    def __init__(self) -> None:
+        self.firsts = array("q")
+        self.lasts = array("q")
+        self.targets = array("q")
+        self.offsets = array("q", [0])
+        self.widths = array("q")
+
+    def add(self, edges: list[tuple[int, int, int]], width: int) -> None:
+        for first, last, target in edges:
+            self.firsts.append(first)
+            self.lasts.append(last)
+            self.targets.append(target)
+        self.offsets.append(len(self.targets))
+        self.widths.append(width)
+
+    def of(self, q: int) -> Iterator[tuple[int, int, int]]:
+        """State q's edges, as (first segment, last segment, target) in order."""
+        a, b = self.offsets[q], self.offsets[q + 1]
+        return zip(self.firsts[a:b], self.lasts[a:b], self.targets[a:b], strict=True)
 
 
 def _pieces(edges: list[tuple[int, int, int]]) -> list[tuple[int, int, frozenset[int]]]:
@@ -226,7 +265,8 @@ def determinize_table(
 ) -> Table:
     """The DFA of `nfa` by subset construction (reachable states only), as a Table."""
     important = [bool(nfa.edges[q]) or q == nfa.final for q in range(nfa.n_states)]
-    seg_lo, seg_hi, seg_edges, widths = _segments(nfa)
+    seg_lo, seg_hi, edges_of = _segments(nfa)
+    widths = edges_of.widths
     n_seg = len(seg_lo)
     atoms_before = [0]  # atoms in segments 0..j-1
     for lo, hi in zip(seg_lo, seg_hi, strict=True):
@@ -250,15 +290,14 @@ def determinize_table(
         accepting.append(final in subset)
         if len(subset) == 1:
             (q,) = subset
-            edges = seg_edges[q]
+            edges = list(edges_of.of(q))
             cost = widths[q]
         else:
             edges = []
             cost = 0
             for q in subset:
-                mine = seg_edges[q]
-                if mine:
-                    edges.extend(mine)
+                if widths[q]:
+                    edges.extend(edges_of.of(q))
                     cost += widths[q]
             edges.sort()
         if not edges:

@@ -20,6 +20,7 @@ limit before copying.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from trgc.automata.alphabet import Alphabet
@@ -40,12 +41,20 @@ def is_plain(low: int, high: int | None) -> bool:
     return (low, high) in PLAIN_BOUNDS or high == 0
 
 
+def _frozen(rows: list[list]) -> list[tuple]:
+    """`rows` with every row a tuple, in place: a built NFA is read only, and most of its rows
+    are empty (one shared tuple) or hold one item (a third of a list's memory)."""
+    for i, row in enumerate(rows):
+        rows[i] = tuple(row)
+    return rows
+
+
 @dataclass
 class Nfa:
     """States 0..n-1; `edges[q]` = [(atom_lo, atom_hi, target)], `eps[q]` = [target]."""
 
-    eps: list[list[int]]
-    edges: list[list[tuple[int, int, int]]]
+    eps: list[Sequence[int]]
+    edges: list[Sequence[tuple[int, int, int]]]
     start: int
     final: int
 
@@ -97,8 +106,8 @@ class _Builder:
         self.limits = limits
         self.rule = rule
         self.max_states = limits.states * NFA_STATE_FACTOR
-        self.eps: list[list[int]] = []
-        self.edges: list[list[tuple[int, int, int]]] = []
+        self.eps: list[Sequence[int]] = []
+        self.edges: list[Sequence[tuple[int, int, int]]] = []
         self.specials_used: set[str] = set()
         self.calls_used: set[str] = set()
 
@@ -115,9 +124,27 @@ class _Builder:
         self.budget.charge(count, "NFA construction")
 
     def _new(self) -> int:
-        self.eps.append([])
-        self.edges.append([])
+        self.eps.append(())
+        self.edges.append(())
         return len(self.eps) - 1
+
+    def _eps(self, q: int, target: int) -> None:
+        """An epsilon edge q -> target. A row is a tuple (the shared empty one for a new state)
+        until its first edge is added: most states never get one, and an empty list per state
+        would double the NFA's memory."""
+        row = self.eps[q]
+        if type(row) is list:
+            row.append(target)
+        else:
+            self.eps[q] = [*row, target]
+
+    def _edge(self, q: int, edge: tuple[int, int, int]) -> None:
+        """A labelled edge (atom_lo, atom_hi, target) out of q; rows as in `_eps`."""
+        row = self.edges[q]
+        if type(row) is list:
+            row.append(edge)
+        else:
+            self.edges[q] = [*row, edge]
 
     def _byte_chain(self, start: int, end: int, seq) -> None:
         """Edges start -> ... -> end spelling the byte-range sequence `seq`."""
@@ -125,7 +152,7 @@ class _Builder:
         here = start
         for i, (lo, hi) in enumerate(seq):
             nxt = end if i == len(seq) - 1 else self._new()
-            self.edges[here].append((atom[lo], atom[hi], nxt))
+            self._edge(here, (atom[lo], atom[hi], nxt))
             here = nxt
 
     def build(self, root: int) -> Nfa:
@@ -151,7 +178,7 @@ class _Builder:
                     for b in data:
                         nxt = self._new()
                         a = self.alphabet.atom_of_byte[b]
-                        self.edges[e].append((a, a, nxt))
+                        self._edge(e, (a, a, nxt))
                         e = nxt
                     results.append((s, e))
                 elif kind == Kind.CLASS:
@@ -166,7 +193,7 @@ class _Builder:
                     self._reserve(2, node.line, node.column)
                     s, e = self._new(), self._new()
                     a = self.alphabet.special_atom(node.payload)
-                    self.edges[s].append((a, a, e))
+                    self._edge(s, (a, a, e))
                     self.specials_used.add(node.payload)
                     results.append((s, e))
                 elif kind == Kind.REF:
@@ -178,9 +205,9 @@ class _Builder:
                         self._reserve(2, node.line, node.column)
                         s, e = self._new(), self._new()
                         a = self.alphabet.call_atom(name)
-                        self.edges[s].append((a, a, e))
+                        self._edge(s, (a, a, e))
                         if self.info.nullable[ri]:
-                            self.eps[s].append(e)
+                            self._eps(s, e)
                         self.calls_used.add(name)
                         results.append((s, e))
                     else:
@@ -207,7 +234,7 @@ class _Builder:
                 frags = results[-count:]
                 del results[-count:]
                 for (_, e1), (s2, _) in zip(frags, frags[1:], strict=False):
-                    self.eps[e1].append(s2)
+                    self._eps(e1, s2)
                 results.append((frags[0][0], frags[-1][1]))
             elif item[0] == Kind.ALT:
                 count = item[2]
@@ -217,8 +244,8 @@ class _Builder:
                 self._reserve(2, node.line, node.column)
                 s, e = self._new(), self._new()
                 for fs, fe in frags:
-                    self.eps[s].append(fs)
-                    self.eps[fe].append(e)
+                    self._eps(s, fs)
+                    self._eps(fe, e)
                 results.append((s, e))
             else:
                 node_id = item[1]
@@ -229,7 +256,7 @@ class _Builder:
                 else:
                     results.append(self._count(name, nodes[node_id], item[2], child))
         (start, final) = results.pop()
-        return Nfa(self.eps, self.edges, start, final)
+        return Nfa(_frozen(self.eps), _frozen(self.edges), start, final)
 
     def _counted_name(self, node_id: int, mark: int) -> str | None:
         """The machine name when repetition `node_id`, whose body was just built from state
@@ -254,9 +281,9 @@ class _Builder:
         self._reserve(2, node.line, node.column)
         s, e = self._new(), self._new()
         a = self.alphabet.call_atom(name)
-        self.edges[s].append((a, a, e))
+        self._edge(s, (a, a, e))
         if node.payload[0] == 0 or nullable:
-            self.eps[s].append(e)
+            self._eps(s, e)
         self.calls_used.add(name)
         return s, e
 
@@ -310,12 +337,12 @@ class _Builder:
                     run[1] = atom
                     continue
                 if run:
-                    self.edges[base + s].append((run[0], run[1], base + run[2]))
+                    self._edge(base + s, (run[0], run[1], base + run[2]))
                 run = [atom, atom, row[atom]]
             if run:
-                self.edges[base + s].append((run[0], run[1], base + run[2]))
+                self._edge(base + s, (run[0], run[1], base + run[2]))
             if dfa.accepting[s]:
-                self.eps[base + s].append(exit_)
+                self._eps(base + s, exit_)
         return base, exit_
 
     def _repeat(self, node, mark: int, child: tuple[int, int]) -> tuple[int, int]:
@@ -330,21 +357,21 @@ class _Builder:
         for _ in range(count - 1):
             delta = len(self.eps) - mark
             for q in range(size):
-                self.eps.append([t + delta for t in template_eps[q]])
-                self.edges.append([(lo, hi, t + delta) for lo, hi, t in template_edges[q]])
+                self.eps.append(tuple(t + delta for t in template_eps[q]))
+                self.edges.append(tuple((lo, hi, t + delta) for lo, hi, t in template_edges[q]))
                 self.budget.charge(1 + len(template_edges[q]), "NFA construction")
             instances.append((child[0] + delta, child[1] + delta))
         s, e = self._new(), self._new()
         junction = s
         for i, (is_, ie) in enumerate(instances):
             if i >= low:
-                self.eps[junction].append(e)
-            self.eps[junction].append(is_)
+                self._eps(junction, e)
+            self._eps(junction, is_)
             junction = ie
-        self.eps[junction].append(e)
+        self._eps(junction, e)
         if high is None:
             last_start, last_end = instances[-1]
-            self.eps[last_end].append(last_start)
+            self._eps(last_end, last_start)
         return s, e
 
 

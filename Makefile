@@ -77,6 +77,7 @@ fuzz: $(HF_STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks scripts
+	$(BIN)/ruff format --check src tests benchmarks scripts
 
 clean:
 	rm -rf $(VENV) $(VLLM_VENV)

@@ -34,7 +34,11 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-TRGC = [sys.executable, "-c", "import sys; from trgc.cli.app import main; sys.argv = ['trgc'] + sys.argv[1:]; main()"]
+TRGC = [
+    sys.executable,
+    "-c",
+    "import sys; from trgc.cli.app import main; sys.argv = ['trgc'] + sys.argv[1:]; main()",
+]
 
 
 def _eos_bans(tokenizer: Path) -> list[str]:
@@ -44,7 +48,9 @@ def _eos_bans(tokenizer: Path) -> list[str]:
     return [x for eos in table.eos_ids for x in ("--ban", str(eos))]
 
 
-def trial(artifact: Path, tokenizer: Path, bans: list[str], delay: float, tmp: Path) -> tuple[float, float]:
+def trial(
+    artifact: Path, tokenizer: Path, bans: list[str], delay: float, tmp: Path
+) -> tuple[float, float]:
     args = ["generate", str(artifact), "-t", str(tokenizer), "--max-tokens", "1000000",
             "--trace", str(tmp / "run.jsonl"), *bans]  # fmt: skip
     proc = subprocess.Popen(
@@ -133,7 +139,9 @@ def engine_gaps(tokenizer_name: str, n_schemas: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--artifact", type=Path, default=None, help="default: grammars/json.trg compiled")
+    parser.add_argument(
+        "--artifact", type=Path, default=None, help="default: grammars/json.trg compiled"
+    )
     parser.add_argument("--tokenizer", type=Path, default=ROOT / "tokenizers" / "qwen3.trt")
     parser.add_argument("--trials", type=int, default=10)
     parser.add_argument("--seed", type=int, default=0)
@@ -154,7 +162,9 @@ def main() -> None:
             from trgc.artifact.codec import save_artifact
 
             artifact = tmp / "json.trga"
-            save_artifact(trgc.compile_grammar((ROOT / "grammars" / "json.trg").read_text()), artifact)
+            save_artifact(
+                trgc.compile_grammar((ROOT / "grammars" / "json.trg").read_text()), artifact
+            )
         bans = _eos_bans(options.tokenizer)
         acks, exits = [], []
         for _ in range(options.trials):
@@ -162,8 +172,12 @@ def main() -> None:
             acks.append(ack)
             exits.append(exited)
     print(f"{options.trials} trials, {artifact.name} over {options.tokenizer.name}")
-    print(f"acknowledged: worst {max(acks) * 1000:.1f} ms, median {statistics.median(acks) * 1000:.1f} ms")
-    print(f"exited:       worst {max(exits) * 1000:.1f} ms, median {statistics.median(exits) * 1000:.1f} ms")
+    print(
+        f"acknowledged: worst {max(acks) * 1000:.1f} ms, median {statistics.median(acks) * 1000:.1f} ms"
+    )
+    print(
+        f"exited:       worst {max(exits) * 1000:.1f} ms, median {statistics.median(exits) * 1000:.1f} ms"
+    )
     print("each (ms): " + ", ".join(f"{a * 1000:.1f}" for a in acks))
 
 

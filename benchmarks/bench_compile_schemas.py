@@ -53,7 +53,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 BENCH = SHARED / "corpora" / "jsonschemabench"
-TOKENIZERS = {name: SHARED / f"tokenizers/{name}/tokenizer.json.zst" for name in ("llama3", "qwen3")}
+TOKENIZERS = {
+    name: SHARED / f"tokenizers/{name}/tokenizer.json.zst" for name in ("llama3", "qwen3")
+}
 TRGC = Path(sys.executable).with_name("trgc")
 SWEEP = (10, 100, 1_000, 10_000, 100_000, 1_000_000)
 SECTIONS = ("person", "corpus", "sweep", "help")
@@ -283,7 +285,9 @@ def corpus(per_subset: int | None, use_peers: bool, tokenizer: str, timeout: flo
             if seconds is not None:
                 times[engine.name][name] = seconds
         if (index + 1) % 100 == 0:
-            progress(f"corpus: {index + 1}/{len(paths)} schemas, {time.perf_counter() - started:.0f} s")
+            progress(
+                f"corpus: {index + 1}/{len(paths)} schemas, {time.perf_counter() - started:.0f} s"
+            )
     for engine in engines:
         engine.close()
         if engine.timeouts:
@@ -341,17 +345,25 @@ def fmt(q: dict | None) -> str:
 
 
 def render(doc: dict) -> None:
-    print(f"load average {doc['load']}, python {doc['python']}, trgc timed by the {doc['clock']} clock")
+    print(
+        f"load average {doc['load']}, python {doc['python']}, trgc timed by the {doc['clock']} clock"
+    )
     if "person" in doc:
         p = doc["person"]
-        print(f"\nperson.json: {p['states']} states, {p['transitions']} transitions, "
-              f"{p['machines']} machines, {p['canonical_bytes']:,} canonical bytes")
-        print(f"  in-process compile median {p['median_ms']:.2f} ms (min {p['min_ms']:.2f}), "
-              f"whole `trgc compile` process {p['process_s']:.3f} s")
+        print(
+            f"\nperson.json: {p['states']} states, {p['transitions']} transitions, "
+            f"{p['machines']} machines, {p['canonical_bytes']:,} canonical bytes"
+        )
+        print(
+            f"  in-process compile median {p['median_ms']:.2f} ms (min {p['min_ms']:.2f}), "
+            f"whole `trgc compile` process {p['process_s']:.3f} s"
+        )
     if "corpus" in doc:
         c = doc["corpus"]
-        print(f"\nJSONSchemaBench, first {c['per_subset']} per subset: {c['schemas']} schemas, "
-              f"trgc refused {sum(c['trgc_refused'].values())} {c['trgc_refused']}")
+        print(
+            f"\nJSONSchemaBench, first {c['per_subset']} per subset: {c['schemas']} schemas, "
+            f"trgc refused {sum(c['trgc_refused'].values())} {c['trgc_refused']}"
+        )
         for engine, q in c["own"].items():
             print(f"  {engine:<11} own:    {fmt(q)}")
         print(f"  on the {c['common']} schemas every engine compiled:")
@@ -361,24 +373,35 @@ def render(doc: dict) -> None:
             print(f"  {pair}: " + ", ".join(f"{k} {v:.2f}x" for k, v in r.items()))
         for name, why in c["missing_peers"].items():
             print(f"  {name}: {why}")
-        print("  slowest trgc: " + ", ".join(f"{s['schema']} {s['ms']:.0f} ms" for s in c["slowest_trgc"]))
+        print(
+            "  slowest trgc: "
+            + ", ".join(f"{s['schema']} {s['ms']:.0f} ms" for s in c["slowest_trgc"])
+        )
     if "sweep" in doc:
         print("\nmaxLength sweep:")
         for row in doc["sweep"]:
-            print(f"  {row['maxLength']:>9,}: {row['states']:>4} states, "
-                  f"{row['canonical_bytes']:>6,} bytes, {row['median_ms']:.2f} ms")
+            print(
+                f"  {row['maxLength']:>9,}: {row['states']:>4} states, "
+                f"{row['canonical_bytes']:>6,} bytes, {row['median_ms']:.2f} ms"
+            )
     if "help" in doc:
         print(f"\ntrgc --help: {doc['help']['median_s']:.3f} s wall (median of 5)")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--per-subset", type=int, default=150, help="schemas per subset (default 150)")
-    parser.add_argument("--runs", type=int, default=30, help="in-process runs per timing (default 30)")
+    parser.add_argument(
+        "--per-subset", type=int, default=150, help="schemas per subset (default 150)"
+    )
+    parser.add_argument(
+        "--runs", type=int, default=30, help="in-process runs per timing (default 30)"
+    )
     parser.add_argument("--no-peers", action="store_true", help="trgc alone in the corpus section")
     parser.add_argument("--tokenizer", choices=sorted(TOKENIZERS), default="llama3",
                         help="the peers' vocabulary (default llama3)")  # fmt: skip
-    parser.add_argument("--skip", choices=SECTIONS, action="append", default=[], help="skip a section")
+    parser.add_argument(
+        "--skip", choices=SECTIONS, action="append", default=[], help="skip a section"
+    )
     parser.add_argument("--peer-timeout", type=float, default=20.0,
                         help="seconds a peer may spend on one schema (default 20)")  # fmt: skip
     parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
@@ -399,7 +422,9 @@ def main(argv: list[str] | None = None) -> int:
     if "help" not in args.skip:
         doc["help"] = help_wall()
     if "corpus" not in args.skip:
-        doc["corpus"] = corpus(args.per_subset, not args.no_peers, args.tokenizer, args.peer_timeout)
+        doc["corpus"] = corpus(
+            args.per_subset, not args.no_peers, args.tokenizer, args.peer_timeout
+        )
     doc["load_after"] = list(os.getloadavg())
     if args.json:
         print(json.dumps(doc, indent=2, sort_keys=True))

@@ -54,13 +54,17 @@ def outcomes(per_subset: int, modes: tuple[str, ...], progress: bool) -> dict[st
         for mode in modes:
             found[f"{mode} {name}"] = outcome(raw, mode)
         if progress and (index + 1) % 50 == 0:
-            sys.stderr.write(f"{index + 1}/{len(paths)} schemas, {time.perf_counter() - start:.0f} s\n")
+            sys.stderr.write(
+                f"{index + 1}/{len(paths)} schemas, {time.perf_counter() - start:.0f} s\n"
+            )
     return found
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--per-subset", type=int, default=40, help="schemas per subset (default 40)")
+    parser.add_argument(
+        "--per-subset", type=int, default=40, help="schemas per subset (default 40)"
+    )
     parser.add_argument("--whitespace", choices=MODES, action="append", help="modes (default both)")
     group = parser.add_mutually_exclusive_group(required=True)
     group.add_argument("--write", type=Path, help="record the outcomes in this JSON file")
@@ -76,16 +80,22 @@ def main(argv: list[str] | None = None) -> int:
     compiled = sum(v.startswith("sha256:") for v in found.values())
     if args.write is not None:
         document = {"per_subset": per_subset, "modes": list(modes), "outcomes": found}
-        args.write.write_text(json.dumps(document, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-        print(f"{schemas} schemas x {len(modes)} modes: {compiled} artifacts, "
-              f"{len(found) - compiled} refusals recorded in {args.write}")
+        args.write.write_text(
+            json.dumps(document, indent=1, sort_keys=True) + "\n", encoding="utf-8"
+        )
+        print(
+            f"{schemas} schemas x {len(modes)} modes: {compiled} artifacts, "
+            f"{len(found) - compiled} refusals recorded in {args.write}"
+        )
         return 0
     expected = recorded["outcomes"]
     differ = sorted(k for k in expected.keys() | found.keys() if expected.get(k) != found.get(k))
     for key in differ[:20]:
         print(f"{key}\n  recorded: {expected.get(key)}\n  now:      {found.get(key)}")
-    print(f"{schemas} schemas x {len(modes)} modes: {compiled} artifacts, "
-          f"{len(found) - compiled} refusals; {len(differ)} outcomes differ")
+    print(
+        f"{schemas} schemas x {len(modes)} modes: {compiled} artifacts, "
+        f"{len(found) - compiled} refusals; {len(differ)} outcomes differ"
+    )
     return 1 if differ else 0
 
 

@@ -31,7 +31,9 @@ def test_step_calls_shifts_and_returns():
     assert frames == ((0, 1, 0, 0), (1, 4, 0, 0))
     assert stepper.step(art, frames, COMMA) is None
     assert stepper.step(art, ((0, 1, 0, 0),), END) == ((0, 2, 0, 0),)
-    assert stepper.is_accepting(art, ((0, 1, 0, 0),)) and not stepper.is_accepting(art, ((0, 1, 0, 0), (1, 3, 0, 0)))
+    assert stepper.is_accepting(art, ((0, 1, 0, 0),)) and not stepper.is_accepting(
+        art, ((0, 1, 0, 0), (1, 3, 0, 0))
+    )
 
 
 def test_return_needs_an_accepting_top_frame():

@@ -132,6 +132,4 @@ def walk(tables: Tables, *pieces, max_depth: int = 64) -> bool:
                 depth += 1
             counters = (float("inf") if high == 0 else high - 1, low - 1) if low else (0, 0)
             stack.append((callee, 0, *counters))
-    return all(
-        bool(tables.machines[m].accepting[s]) and not needed for m, s, _, needed in stack
-    )
+    return all(bool(tables.machines[m].accepting[s]) and not needed for m, s, _, needed in stack)

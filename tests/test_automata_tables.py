@@ -160,7 +160,9 @@ def _random_dfas(seed: int, count: int):
     # chains of one symbol: Moore needs a round per state, so these reach the fallback
     for n in (5, 60, 130):
         yield Dfa([{0: s + 1} for s in range(n)] + [{}], [False] * n + [True])
-        yield Dfa([{0: s + 1, 1: 0} for s in range(n)] + [{0: n}], [s % 3 == 0 for s in range(n + 1)])
+        yield Dfa(
+            [{0: s + 1, 1: 0} for s in range(n)] + [{0: n}], [s % 3 == 0 for s in range(n + 1)]
+        )
 
 
 def _reachable(dfa: Dfa) -> Dfa:

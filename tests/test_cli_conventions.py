@@ -55,7 +55,9 @@ def _bare_hashes(value: object, path: str = ""):
     elif isinstance(value, list):
         for index, item in enumerate(value):
             yield from _bare_hashes(item, f"{path}/{index}")
-    elif isinstance(value, str) and BARE_HEX.fullmatch(value) and not STORED_AS_RECORDED.match(path):
+    elif (
+        isinstance(value, str) and BARE_HEX.fullmatch(value) and not STORED_AS_RECORDED.match(path)
+    ):
         yield path
 
 

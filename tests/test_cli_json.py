@@ -126,7 +126,14 @@ def successes(work: Path) -> dict[str, tuple[list[str], int]]:
         "check": (["check", str(work / "json.trga"), str(work / "json.trg")], 1),
         "compile": (["compile", str(work / "json.trg")], 0),
         "conformance jsts": (
-            ["conformance", "jsts", str(work / "jsts"), "--baseline", str(work / "jsts-baseline.json"), "--update"],
+            [
+                "conformance",
+                "jsts",
+                str(work / "jsts"),
+                "--baseline",
+                str(work / "jsts-baseline.json"),
+                "--update",
+            ],
             0,
         ),
         "coverage": (["coverage", str(work / "bench"), "--per-subset", "1"], 0),

@@ -131,9 +131,7 @@ def test_counted_repetition_agrees_with_re(rules, seed):
             f"{text!r}\n{to_trg(rules)}"
         )
     for data in walked:  # the stepper's own members are members for the oracle too
-        assert matches(rules, data.decode("utf-8", "surrogateescape")), (
-            f"{data!r}\n{to_trg(rules)}"
-        )
+        assert matches(rules, data.decode("utf-8", "surrogateescape")), f"{data!r}\n{to_trg(rules)}"
 
 
 def test_the_position_oracle_agrees_with_re_on_unambiguous_patterns():

@@ -62,7 +62,9 @@ def test_string_masks_at_every_interesting_counter_value(table):
         config = step_bytes(b.tables, START, b'"' + b"a" * k)
         assert config is not None, k
         expected = reference.allowed_mask(b, config)
-        ways = zip(("kernel", "cold", "precomputed"), _all_ways(art, table, config, masks), strict=True)
+        ways = zip(
+            ("kernel", "cold", "precomputed"), _all_ways(art, table, config, masks), strict=True
+        )
         for way, got in ways:
             extra = np.flatnonzero(got & ~expected)[:3].tolist()
             missing = np.flatnonzero(expected & ~got)[:3].tolist()
@@ -146,7 +148,7 @@ def test_long_bound_schema_walks_agree_with_the_reference(index):
 
 def test_tokens_too_long_for_clipped_counters_are_refused():
     tok = make_tokenizer([b"a", b"b" * 40_000, None], specials={"<eos>": 2}, eos=(2,))
-    art = trgc.compile_grammar('%trg 1\ns ::= [ab]* ;\n')
+    art = trgc.compile_grammar("%trg 1\ns ::= [ab]* ;\n")
     with pytest.raises(trgc.TrgcError) as err:
         bind(art, tok)
     assert err.value.code == "E_TOKEN_TOO_LONG"

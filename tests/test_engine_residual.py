@@ -124,7 +124,9 @@ def test_equal_residual_ids_mean_equal_entries_across_artifacts(vocab):
     artifacts = [trgc.compile_grammar(p.read_text(encoding="utf-8"))
                  for p in sorted((ROOT / "grammars").glob("*.trg"))]  # fmt: skip
     artifacts += [compiled(s) for s in SHARED_TAIL]
-    artifacts += [trgc.compile_schema(p.read_bytes()) for p in sorted((ROOT / "schemas").glob("*.json"))]
+    artifacts += [
+        trgc.compile_schema(p.read_bytes()) for p in sorted((ROOT / "schemas").glob("*.json"))
+    ]
     groups: dict[str, set[bytes]] = defaultdict(set)
     owners: dict[str, set[str]] = defaultdict(set)
     for art in artifacts:
@@ -134,7 +136,9 @@ def test_equal_residual_ids_mean_equal_entries_across_artifacts(vocab):
             assert err.code == "E_SPECIAL_TOKEN_MISSING"
             continue
         scratch = Scratch(b)
-        for key in reachable_keys(b.tables, b.trie_depth, near=False)[::3 if vocab == "llama3" else 1]:
+        for key in reachable_keys(b.tables, b.trie_depth, near=False)[
+            :: 3 if vocab == "llama3" else 1
+        ]:
             rid = residual.residual_id(b, key)
             if rid is None:
                 continue
@@ -157,7 +161,9 @@ def test_cheap_walks_are_keyed_by_their_artifact():
 
 def test_large_residuals_are_keyed_by_their_artifact():
     tok = synthetic()
-    b = bind(trgc.compile_grammar((ROOT / "grammars" / "json.trg").read_text(encoding="utf-8")), tok)
+    b = bind(
+        trgc.compile_grammar((ROOT / "grammars" / "json.trg").read_text(encoding="utf-8")), tok
+    )
     big = [k for k in reachable_keys(b.tables, b.trie_depth) if residual.residual_id(b, k) is None]
     small = [k for k in reachable_keys(b.tables, b.trie_depth) if residual.residual_id(b, k)]
     assert residual.describe(b, 0, budget=10**9) is not None  # describable, only costly

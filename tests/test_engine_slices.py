@@ -125,7 +125,9 @@ def test_frame_entries_with_slices_equal_plain_walks(vocab, grammar):
     elif grammar == "schema":  # string bodies compiled as repeat machines the frame calls
         art = trgc.compile_schema(COUNTED_STRINGS)
     else:
-        art = trgc.compile_grammar((ROOT / "grammars" / f"{grammar}.trg").read_text(encoding="utf-8"))
+        art = trgc.compile_grammar(
+            (ROOT / "grammars" / f"{grammar}.trg").read_text(encoding="utf-8")
+        )
     tok = trgc.load_tokenizer(ROOT / vocab)
     try:
         b = bind(art, tok)

@@ -23,7 +23,9 @@ def _codes_in(paths) -> set[str]:
 
 
 def test_docs_errors_page_is_fresh():
-    result = subprocess.run([sys.executable, "scripts/gen_docs.py", "--check"], cwd=ROOT, capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "scripts/gen_docs.py", "--check"], cwd=ROOT, capture_output=True, text=True
+    )
     assert result.returncode == 0, result.stderr
 
 
@@ -42,7 +44,9 @@ def test_every_registered_code_is_raised_in_source():
 
 
 def test_every_registered_code_is_exercised_by_a_test():
-    tested = _codes_in(p for p in (ROOT / "tests").rglob("*.py") if p.name != "test_errors_registry.py")
+    tested = _codes_in(
+        p for p in (ROOT / "tests").rglob("*.py") if p.name != "test_errors_registry.py"
+    )
     assert sorted(set(CODES) - tested) == []
 
 

@@ -393,7 +393,15 @@ def test_quality_cli_with_a_model_folder(tiny_model_folder, tmp_path):
     tasks = tmp_path / "tasks.jsonl"
     tasks.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
     out = tmp_path / "q.md"
-    args = ["quality", "--tasks", str(tasks), "--output", str(out), "--model", str(tiny_model_folder)]
+    args = [
+        "quality",
+        "--tasks",
+        str(tasks),
+        "--output",
+        str(out),
+        "--model",
+        str(tiny_model_folder),
+    ]
     result = CliRunner().invoke(app, [*args, "--json"])
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)

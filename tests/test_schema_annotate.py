@@ -65,7 +65,9 @@ def test_names_that_are_not_typos():
     assert (
         allowed_edits("required") == 2 and allowed_edits("enum") == 1 and allowed_edits("not") == 0
     )
-    art = trgc.compile_schema({"type": "integer", "note": "x"}, unknown_keywords="annotate", whitespace="compact")
+    art = trgc.compile_schema(
+        {"type": "integer", "note": "x"}, unknown_keywords="annotate", whitespace="compact"
+    )
     assert art.metadata["options"]["annotations"] == ["note"]
 
 

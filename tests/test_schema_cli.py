@@ -49,7 +49,9 @@ def test_compile_detects_a_schema_and_reports_errors(tmp_path):
 SUITE = CORPORA / "json-schema-test-suite"
 
 
-@pytest.mark.skipif(not SUITE.is_dir(), reason=f"the JSON Schema Test Suite corpus is missing: {SUITE}")
+@pytest.mark.skipif(
+    not SUITE.is_dir(), reason=f"the JSON Schema Test Suite corpus is missing: {SUITE}"
+)
 def test_conformance_ratchet_update_and_regression(tmp_path):
     suite = tmp_path / "suite"
     (suite / "tests" / "draft2020-12").mkdir(parents=True)

@@ -17,7 +17,9 @@ INSTANCES = CORPORA / "jsonschemabench-instances"
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(not BENCH.is_dir(), reason=f"the JSONSchemaBench corpus is missing: {BENCH}"),
+    pytest.mark.skipif(
+        not BENCH.is_dir(), reason=f"the JSONSchemaBench corpus is missing: {BENCH}"
+    ),
 ]
 
 

@@ -562,7 +562,13 @@ def test_unconstrained_numbers_are_binary64_safe():
         for text in ("999999999999999", "-999999999999999", "1e280", "1.5E-280", "0.1", "-0"):
             assert accepts(schema, wrap(text)), (schema, text)
         assert accepts(schema, wrap("1." + "1" * 30))  # a long fraction only rounds
-        for text in ("9007199254740993", "1000000000000000", "1e999", "1e281", "1234567890123456.5"):
+        for text in (
+            "9007199254740993",
+            "1000000000000000",
+            "1e999",
+            "1e281",
+            "1234567890123456.5",
+        ):
             assert not accepts(schema, wrap(text)), (schema, text)
     # an integer bound beyond 2^53 is the schema's choice: it is honoured
     big = {"type": "integer", "minimum": 2**60, "maximum": 2**60 + 5}
@@ -575,11 +581,16 @@ def test_allof_of_references_is_resolved_then_merged():
         "b": {"type": "object", "properties": {"y": {"type": "string"}}, "required": ["y"]},
         "c": {"allOf": [{"$ref": "#/$defs/a"}]},
     }
-    schema = {"$defs": defs, "allOf": [{"$ref": "#/$defs/a"}, {"$ref": "#/$defs/b"}, {"$ref": "#/$defs/c"}]}
+    schema = {
+        "$defs": defs,
+        "allOf": [{"$ref": "#/$defs/a"}, {"$ref": "#/$defs/b"}, {"$ref": "#/$defs/c"}],
+    }
     for text in ('{"x":1,"y":"q"}', '{"y":"q"}', '{"x":1}', '{"x":"1","y":"q"}'):
         assert agree(schema, text), text
     with pytest.raises(TrgcError) as info:
-        compiled({"$defs": {"l": {"allOf": [{"$ref": "#/$defs/l"}]}}, "allOf": [{"$ref": "#/$defs/l"}]})
+        compiled(
+            {"$defs": {"l": {"allOf": [{"$ref": "#/$defs/l"}]}}, "allOf": [{"$ref": "#/$defs/l"}]}
+        )
     assert info.value.code == "E_REF_NO_PROGRESS"
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 TESTS = Path(__file__).resolve().parent
 
-SAMPLE = '''
+SAMPLE = """
 import pytest
 
 def test_runs():
@@ -22,14 +22,14 @@ def test_needs_a_corpus():
 @pytest.mark.xfail(reason="known", strict=True)
 def test_expected_failure():
     assert False
-'''
-MODULE_SKIP = '''
+"""
+MODULE_SKIP = """
 import pytest
 pytest.importorskip("no_such_module_for_trgc", reason="no_such_module_for_trgc is not installed")
 
 def test_never():
     assert True
-'''
+"""
 
 
 def _pytest(tmp_path: Path, require_all: bool, *files: str) -> subprocess.CompletedProcess:

@@ -42,9 +42,7 @@ def test_the_library_alphabet_is_gpt2s_and_13_bytes_are_inferred():
     assert sorted(alphabet[c] for c in inferred) == [0xC0, 0xC1, *range(0xF5, 0x100)]
 
 
-@pytest.mark.parametrize(
-    ("folder", "inferred"), [("json-bytelevel", 13), ("sp-bytefallback", 0)]
-)
+@pytest.mark.parametrize(("folder", "inferred"), [("json-bytelevel", 13), ("sp-bytefallback", 0)])
 def test_every_model_id_is_compared(folder, inferred):
     path = SYNTH / folder / "tokenizer.json"
     table = build_table(path)
@@ -81,18 +79,24 @@ def test_a_library_vocabulary_string_outside_the_alphabet_is_reported(tmp_path):
     name = next(k for k, v in vocab.items() if v == 268)
     vocab["n\u4e00me"] = vocab.pop(name)  # a CJK character is no byte-level character
     doc["model"]["merges"] = [
-        m for m in doc["model"]["merges"] if name not in (m if isinstance(m, list) else m.split(" "))
+        m
+        for m in doc["model"]["merges"]
+        if name not in (m if isinstance(m, list) else m.split(" "))
         and "".join(m if isinstance(m, list) else m.split(" ")) != name
     ]
     path = tmp_path / "tokenizer.json"
     path.write_text(json.dumps(doc), encoding="utf-8")
     report = verify_table(path, table, "x")
-    assert any(p.startswith("token 268 ") and "outside its byte alphabet" in p for p in report.problems)
+    assert any(
+        p.startswith("token 268 ") and "outside its byte alphabet" in p for p in report.problems
+    )
 
 
 def test_qwen3_compares_all_its_ids():
     """The issue's example: Qwen3's tokenizer.json compared 0 token byte strings."""
-    result = CliRunner().invoke(app, ["tokenizer", "verify", str(ROOT / "tokenizers" / "qwen3"), "--json"])
+    result = CliRunner().invoke(
+        app, ["tokenizer", "verify", str(ROOT / "tokenizers" / "qwen3"), "--json"]
+    )
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
     assert doc["ok"] is True

@@ -133,7 +133,10 @@ def test_unconstrained_arguments_on_the_command_line(tmp_path):
     refused = run(str(tools), "--family", "qwen", "--json")
     assert refused.exit_code == 2
     error = json.loads(refused.stderr)["error"]
-    assert error["code"] == "E_UNSUPPORTED_KEYWORD" and "--unconstrained-arguments odd" in error["hint"]
+    assert (
+        error["code"] == "E_UNSUPPORTED_KEYWORD"
+        and "--unconstrained-arguments odd" in error["hint"]
+    )
     args = [str(tools), "--family", "qwen", "--unconstrained-arguments", "odd", "-t", QWEN]
     result = run(*args, "--json")
     assert result.exit_code == 0, result.output

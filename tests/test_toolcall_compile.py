@@ -229,7 +229,13 @@ def test_unconstrained_arguments_are_any_object_inside_the_envelope_and_recorded
     def run(name: str, arguments: str) -> bool:
         """Walk the qwen envelope byte by byte (ids 0-255 are the bytes) through a Matcher."""
         matcher = trgc.Matcher(art, table)
-        body = ("\n" + json.dumps({"name": name}).removesuffix("}") + ', "arguments": ' + arguments + "}\n").encode()
+        body = (
+            "\n"
+            + json.dumps({"name": name}).removesuffix("}")
+            + ', "arguments": '
+            + arguments
+            + "}\n"
+        ).encode()
         for token in [marker_id(table, "<tool_call>"), *body, marker_id(table, "</tool_call>")]:
             if not matcher.allowed_tokens()[token]:
                 return False

@@ -42,7 +42,9 @@ runner = CliRunner()
 def inputs(tmp_path_factory):
     """A JSON-grammar artifact, a one-key schema artifact and the synthetic byte-level table."""
     tmp = tmp_path_factory.mktemp("composition")
-    save_artifact(trgc.compile_grammar((ROOT / "grammars" / "json.trg").read_text()), tmp / "g.trga")
+    save_artifact(
+        trgc.compile_grammar((ROOT / "grammars" / "json.trg").read_text()), tmp / "g.trga"
+    )
     schema = {"type": "object", "properties": {"a": {"type": "boolean"}}, "required": ["a"]}
     save_artifact(trgc.compile_schema(schema), tmp / "s.trga")
     trgc.load_tokenizer(TOKENIZER).save(tmp / "t.trt")
@@ -51,7 +53,9 @@ def inputs(tmp_path_factory):
 
 def _generate(inputs: Path, trace: Path, **kwargs):
     options = {"logits": "random:1", "settings": SamplerSettings(), "seed": 1, "max_tokens": 40}
-    return generate_file(inputs / "g.trga", inputs / "t.trt", trace_path=trace, **(options | kwargs))
+    return generate_file(
+        inputs / "g.trga", inputs / "t.trt", trace_path=trace, **(options | kwargs)
+    )
 
 
 def test_header_records_tools_and_timings_and_no_model_for_stand_in_logits(inputs, tmp_path):
@@ -184,11 +188,16 @@ def _cli(*args):
 
 
 def test_generate_json_has_the_claim_and_the_run_identities(inputs):
-    result = _cli("generate", inputs / "s.trga", "-t", inputs / "t.trt", "--max-tokens", "50", "--json")
+    result = _cli(
+        "generate", inputs / "s.trga", "-t", inputs / "t.trt", "--max-tokens", "50", "--json"
+    )
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
     assert doc["completed"] is True
-    assert doc["claim"] == {"id": "json_complete_profile_valid", "label": "JSON complete and profile-valid"}
+    assert doc["claim"] == {
+        "id": "json_complete_profile_valid",
+        "label": "JSON complete and profile-valid",
+    }
     assert doc["run"]["artifact"]["sha256"] == trgc.load_artifact(inputs / "s.trga").sha256
     assert doc["run"]["tokenizer"]["sha256"] == str(trgc.load_tokenizer(inputs / "t.trt").sha256)
     assert doc["run"]["sampler"] == SamplerSettings().to_dict()
@@ -200,7 +209,9 @@ def test_generate_json_has_the_claim_and_the_run_identities(inputs):
 
 
 def test_max_tokens_has_its_own_exit_status(inputs):
-    result = _cli("generate", inputs / "s.trga", "-t", inputs / "t.trt", "--max-tokens", "2", "--json")
+    result = _cli(
+        "generate", inputs / "s.trga", "-t", inputs / "t.trt", "--max-tokens", "2", "--json"
+    )
     assert result.exit_code == EXIT_INCOMPLETE == 4
     doc = json.loads(result.stdout)
     assert (doc["stop"], doc["completed"], doc["claim"]["id"]) == (

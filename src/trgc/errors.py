@@ -33,7 +33,7 @@ CODES: dict[str, str] = {
     "E_DUPLICATE_DIRECTIVE": "a directive appears twice (%trg, %start or %max_depth)",
     "E_EMPTY_CLASS": "a character class matches nothing ([] or a negation of everything)",
     "E_EMPTY_GRAMMAR": "a trg-1 source defines no rule",
-    "E_EMPTY_SPECIAL": "special(\"\") names no special token",
+    "E_EMPTY_SPECIAL": 'special("") names no special token',
     "E_INVALID_ESCAPE": "a malformed \\xHH or \\u{...} escape (bad digits, \\x above 7F, above U+10FFFF)",
     "E_INVALID_UTF8": "the source is not valid UTF-8",
     "E_NUL_BYTE": "the source contains a NUL byte",
@@ -48,7 +48,7 @@ CODES: dict[str, str] = {
     "E_UNTERMINATED_LITERAL": "a string literal is not closed on its line",
     # trj-1 schema
     "E_ONEOF_OVERLAP": "oneOf branches could not be proven mutually exclusive, so the grammar cannot enforce 'exactly one'",
-    "E_REF_NO_PROGRESS": "a $ref cycle reaches itself without consuming any input (e.g. {\"$ref\": \"#\"})",
+    "E_REF_NO_PROGRESS": 'a $ref cycle reaches itself without consuming any input (e.g. {"$ref": "#"})',
     "E_REF_UNRESOLVED": "a local $ref points to no schema in the document",
     "E_REMOTE_REF": "a $ref points outside the schema document (remote references are not supported)",
     "E_SCHEMA_DUPLICATE_KEY": "the schema text repeats a key inside one JSON object",
@@ -154,7 +154,7 @@ CODES: dict[str, str] = {
     "E_TOOLCALL_JSON": "a tool list is not valid JSON (syntax, duplicate key, not UTF-8)",
     "E_TOOLCALL_NAME": "a tool name is not 1-64 characters of A-Z a-z 0-9 _ -",
     "E_TOOLCALL_NO_TOOLS": "a tool list is empty or not a JSON array",
-    "E_TOOLCALL_PARAMETERS": "a tool's parameters schema does not describe a JSON object (type must be \"object\")",
+    "E_TOOLCALL_PARAMETERS": 'a tool\'s parameters schema does not describe a JSON object (type must be "object")',
     "E_TOOLCALL_UNCONSTRAINED": "--unconstrained-arguments names a tool that is not in the tool list",
     # release (lock files)
     "E_LOCK_INVALID": "a lock file is not valid TOML of the trgc-lock-1 shape",

@@ -297,7 +297,9 @@ def _frame_sections(data: bytes) -> dict[bytes, tuple[int, int]]:
         raise _truncated("artifact content ends inside its header")
     version = struct.unpack_from("<I", data, 4)[0]
     if version != FORMAT_VERSION:
-        old = " (version 1 copied bounded repetitions; version 2 counts them)" if version == 1 else ""
+        old = (
+            " (version 1 copied bounded repetitions; version 2 counts them)" if version == 1 else ""
+        )
         raise TrgcError(
             "E_ARTIFACT_VERSION",
             f"artifact format version {version}; this trgc reads version {FORMAT_VERSION}{old}",
@@ -411,7 +413,9 @@ def _decode_machines(
             reader.take(4 * n_states * n_symbols, "transition table"), dtype="<i4"
         )
         calls = np.frombuffer(reader.take(16 * n_calls, "call table"), dtype="<i4")
-        raw.append((name, kind, accepting, table.reshape(n_states, n_symbols), calls.reshape(n_calls, 4)))
+        raw.append(
+            (name, kind, accepting, table.reshape(n_states, n_symbols), calls.reshape(n_calls, 4))
+        )
     reader.finish()
     names = [item[0] for item in raw]
     if len(set(names)) != len(names) or not all(names):

@@ -84,9 +84,7 @@ class Table:
         lo, hi = self.seg_lo.tolist(), self.seg_hi.tolist()
         out = []
         for row in self.next.tolist():
-            out.append(
-                {a: t for j, t in enumerate(row) if t >= 0 for a in range(lo[j], hi[j] + 1)}
-            )
+            out.append({a: t for j, t in enumerate(row) if t >= 0 for a in range(lo[j], hi[j] + 1)})
         return out
 
     def to_dfa(self) -> Dfa:

@@ -162,9 +162,7 @@ def minimize_table(table: Table, budget: Budget) -> Table:
     _, representative, quotient = np.unique(block[:n], return_index=True, return_inverse=True)
     quotient = np.append(quotient.reshape(-1).astype(np.int32), np.int32(NONE))
     rows = table.next[representative]
-    merged = table.with_next(
-        quotient[np.where(rows < 0, n, rows)], table.accepting[representative]
-    )
+    merged = table.with_next(quotient[np.where(rows < 0, n, rows)], table.accepting[representative])
     return renumber_table(merged, int(quotient[0]))
 
 

@@ -301,6 +301,7 @@ class _Builder:
                     todo.append(t)
         self.budget.charge(len(seen), "NFA construction")
         return False
+
     def _boolean(self, node) -> tuple[int, int]:
         """An AND node: each operand (a NOT's item) built as its own NFA over the same alphabet,
         their product (`boolean.product`) spliced in as a fragment: a fresh exit after the

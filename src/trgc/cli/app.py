@@ -54,28 +54,108 @@ COMMAND_MODULES: tuple[str, ...] = (
 # Every top-level command in `trgc --help` order: (name, module under trgc.cli that registers
 # it, the start of its help's first paragraph, enough for any width click formats at).
 COMMANDS: tuple[tuple[str, str, str], ...] = (
-    ('compile', 'compile_cmds', 'Compile a grammar or JSON Schema into a canonical artifact and print its identity.'),
-    ('inspect', 'compile_cmds', "Show an artifact's identity, sizes, states, machines, byte classes, specials, limits, source hash and ..."),
-    ('diff', 'compile_cmds', 'Compare two artifacts: metadata, machines, state counts, byte classes, specials, and their languages ...'),
-    ('check', 'compile_cmds', "Check whether a file's exact bytes belong to the artifact's language."),
-    ('keywords', 'schema_cmds', 'Print the trj-1 keyword matrix: every JSON Schema keyword trgc knows, its status (supported, normalised, ...'),
-    ('coverage', 'schema_cmds', 'Compile every schema of JSONSchemaBench and check the upstream instances (MaskBench style).'),
-    ('calc', 'tools_cmds', 'Evaluate a tinycalc-1 expression: decimal fixed point at scale 18 in checked signed 128-bit integers, ...'),
-    ('lock', 'release_cmds', 'Compile every source, write its artifact and pin name -> source hash, artifact hash, compiler and limits ...'),
-    ('verify', 'release_cmds', 'Recompile every locked source and compare hashes with the lock and the committed artifacts.'),
-    ('generate', 'decode_cmds', 'Generate under a compiled constraint with the normative sampler, streaming only complete UTF-8 scalars ...'),
-    ('replay', 'decode_cmds', 'Recompute every mask and every draw of a trace from artifact, tokenizer, logits sidecar and the recorded ...'),
-    ('audit', 'audit_cmds', 'Recompute the mask of every step of an audit record with a fresh matcher and check that each emitted ...'),
-    ('toolcall', 'toolcall_cmds', 'Compile a tool list into a tool-call constraint for one model family.'),
-    ('quality', 'quality_cmds', 'Run the quality experiment: every task under the unconstrained, grammar-constrained and tool (tinycalc) ...'),
-    ('man', 'man_cmds', 'Show the man page of trgc or one of its commands, also where man(1) does not find the installed pages: ...'),
-    ('tokenizer', 'tokenizer_cmds', 'Token-byte tables: build one from a tokenizer, inspect it, verify it against an independent implementation.'),
-    ('conformance', 'schema_cmds', 'Measure trj-1 against upstream test suites, with a committed classification as a ratchet.'),
-    ('tool', 'tools_cmds', 'Run deterministic local tools through validated tinyrust-tool-1 envelopes.'),
-    ('evidence', 'tools_cmds', 'Validate extraction results against their source evidence.'),
-    ('masks', 'masks_cmds', 'Token-mask caches: precompute per-state masks for an artifact and a tokenizer.'),
-    ('cache', 'cache_cmds', 'The persistent mask cache shared by trgc processes: show it, shrink it, empty it.'),
-    ('trace', 'decode_cmds', 'Decoding traces: aggregate statistics that never contain text.'),
+    (
+        "compile",
+        "compile_cmds",
+        "Compile a grammar or JSON Schema into a canonical artifact and print its identity.",
+    ),
+    (
+        "inspect",
+        "compile_cmds",
+        "Show an artifact's identity, sizes, states, machines, byte classes, specials, limits, source hash and ...",
+    ),
+    (
+        "diff",
+        "compile_cmds",
+        "Compare two artifacts: metadata, machines, state counts, byte classes, specials, and their languages ...",
+    ),
+    (
+        "check",
+        "compile_cmds",
+        "Check whether a file's exact bytes belong to the artifact's language.",
+    ),
+    (
+        "keywords",
+        "schema_cmds",
+        "Print the trj-1 keyword matrix: every JSON Schema keyword trgc knows, its status (supported, normalised, ...",
+    ),
+    (
+        "coverage",
+        "schema_cmds",
+        "Compile every schema of JSONSchemaBench and check the upstream instances (MaskBench style).",
+    ),
+    (
+        "calc",
+        "tools_cmds",
+        "Evaluate a tinycalc-1 expression: decimal fixed point at scale 18 in checked signed 128-bit integers, ...",
+    ),
+    (
+        "lock",
+        "release_cmds",
+        "Compile every source, write its artifact and pin name -> source hash, artifact hash, compiler and limits ...",
+    ),
+    (
+        "verify",
+        "release_cmds",
+        "Recompile every locked source and compare hashes with the lock and the committed artifacts.",
+    ),
+    (
+        "generate",
+        "decode_cmds",
+        "Generate under a compiled constraint with the normative sampler, streaming only complete UTF-8 scalars ...",
+    ),
+    (
+        "replay",
+        "decode_cmds",
+        "Recompute every mask and every draw of a trace from artifact, tokenizer, logits sidecar and the recorded ...",
+    ),
+    (
+        "audit",
+        "audit_cmds",
+        "Recompute the mask of every step of an audit record with a fresh matcher and check that each emitted ...",
+    ),
+    (
+        "toolcall",
+        "toolcall_cmds",
+        "Compile a tool list into a tool-call constraint for one model family.",
+    ),
+    (
+        "quality",
+        "quality_cmds",
+        "Run the quality experiment: every task under the unconstrained, grammar-constrained and tool (tinycalc) ...",
+    ),
+    (
+        "man",
+        "man_cmds",
+        "Show the man page of trgc or one of its commands, also where man(1) does not find the installed pages: ...",
+    ),
+    (
+        "tokenizer",
+        "tokenizer_cmds",
+        "Token-byte tables: build one from a tokenizer, inspect it, verify it against an independent implementation.",
+    ),
+    (
+        "conformance",
+        "schema_cmds",
+        "Measure trj-1 against upstream test suites, with a committed classification as a ratchet.",
+    ),
+    (
+        "tool",
+        "tools_cmds",
+        "Run deterministic local tools through validated tinyrust-tool-1 envelopes.",
+    ),
+    ("evidence", "tools_cmds", "Validate extraction results against their source evidence."),
+    (
+        "masks",
+        "masks_cmds",
+        "Token-mask caches: precompute per-state masks for an artifact and a tokenizer.",
+    ),
+    (
+        "cache",
+        "cache_cmds",
+        "The persistent mask cache shared by trgc processes: show it, shrink it, empty it.",
+    ),
+    ("trace", "decode_cmds", "Decoding traces: aggregate statistics that never contain text."),
 )
 
 
@@ -158,7 +238,6 @@ def root(
     ),
 ) -> None:
     """trgc: grammar-constrained decoding toolchain."""
-
 
 
 def main() -> None:

@@ -52,7 +52,9 @@ def print_table(table, console=None) -> None:
         return
     columns = list(table.columns)
     grid = [[str(c.header) for c in columns]]
-    grid += [list(row) for row in zip(*([str(cell) for cell in c.cells] for c in columns), strict=True)]
+    grid += [
+        list(row) for row in zip(*([str(cell) for cell in c.cells] for c in columns), strict=True)
+    ]
     widths = [max(len(row[i]) for row in grid) for i in range(len(columns))]
     lines = [str(table.title)] if table.title else []
     for row in grid:

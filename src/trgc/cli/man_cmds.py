@@ -43,7 +43,9 @@ def find_page(words: list[str]) -> Path:
     raise TrgcError(
         "E_USAGE",
         f"no man page {name} (looked in {', '.join(str(d) for d in page_dirs())})",
-        hint=("pages: " + ", ".join(known)) if known else "reinstall trgc: its man pages are missing",
+        hint=("pages: " + ", ".join(known))
+        if known
+        else "reinstall trgc: its man pages are missing",
     )
 
 
@@ -80,7 +82,10 @@ def roff_to_text(roff: str) -> str:
 def man_command(
     command: Annotated[
         list[str] | None,
-        typer.Argument(metavar="[COMMAND]...", help="A command, e.g. `compile` or `tokenizer build` (default: trgc itself)."),
+        typer.Argument(
+            metavar="[COMMAND]...",
+            help="A command, e.g. `compile` or `tokenizer build` (default: trgc itself).",
+        ),
     ] = None,
     path_only: Annotated[
         bool, typer.Option("--path", help="Print the page's file path instead of the page.")

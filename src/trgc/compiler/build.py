@@ -17,7 +17,9 @@ ARTIFACT_FORMAT = "trga-2"
 DEFAULT_MAX_DEPTH = 32
 
 
-def _features(grammar: Grammar, machines: tuple[Machine, ...], specials: tuple[str, ...]) -> list[str]:
+def _features(
+    grammar: Grammar, machines: tuple[Machine, ...], specials: tuple[str, ...]
+) -> list[str]:
     """Constructs the grammar uses, as a sorted list (one pass over the node arena)."""
     found: set[str] = set()
     for node in grammar.nodes:

@@ -315,14 +315,31 @@ class KernelTables:
         calls[:, 2] = np.minimum(t.call_entry[:, 0], longest)  # counters clipped on push
         calls[:, 3] = np.minimum(t.call_entry[:, 1], longest + 1)
         info = np.stack(
-            [t.need, t.need_more, t.cost, t.is_repeat.astype(np.int64), t.rep_start,
-             t.accepting.astype(np.int64)]  # fmt: skip
+            [
+                t.need,
+                t.need_more,
+                t.cost,
+                t.is_repeat.astype(np.int64),
+                t.rep_start,
+                t.accepting.astype(np.int64),
+            ]  # fmt: skip
         ).astype(np.int64)
         self.arrays = tuple(
             _frozen(np.ascontiguousarray(a))
-            for a in (t.next, calls, info, t.byte_class, binding.node_byte, binding.node_depth,
-                      binding.subtree_end, binding.parent, binding.node_tok, binding.token_start,
-                      binding.token_ids, binding.byte_token)  # fmt: skip
+            for a in (
+                t.next,
+                calls,
+                info,
+                t.byte_class,
+                binding.node_byte,
+                binding.node_depth,
+                binding.subtree_end,
+                binding.parent,
+                binding.node_tok,
+                binding.token_start,
+                binding.token_ids,
+                binding.byte_token,
+            )  # fmt: skip
         )
         self.calls, self.info = self.arrays[1], self.arrays[2]
         self.byte_token = self.arrays[-1]

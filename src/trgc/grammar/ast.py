@@ -22,7 +22,9 @@ class Kind(IntEnum):
 
     EMPTY = 0  # matches the empty string; no payload
     LITERAL = 1  # payload: bytes (valid UTF-8, non-empty)
-    CLASS = 2  # payload: tuple[(lo, hi), ...] of Unicode scalar ranges, sorted, disjoint, no surrogates
+    CLASS = (
+        2  # payload: tuple[(lo, hi), ...] of Unicode scalar ranges, sorted, disjoint, no surrogates
+    )
     SPECIAL = 3  # payload: str, the special token's name
     REF = 4  # payload: str, the referenced rule's name
     SEQ = 5  # children: the items in order
@@ -62,9 +64,18 @@ class Grammar:
     max_depth: int | None = None
     source_kind: str = "trg"  # "trg" or "trj"
     source_sha256: str = ""
-    options: dict[str, object] = field(default_factory=dict)  # lowering options recorded in metadata
+    options: dict[str, object] = field(
+        default_factory=dict
+    )  # lowering options recorded in metadata
 
-    def add(self, kind: Kind, line: int, column: int, children: tuple[int, ...] = (), payload: object = None) -> int:
+    def add(
+        self,
+        kind: Kind,
+        line: int,
+        column: int,
+        children: tuple[int, ...] = (),
+        payload: object = None,
+    ) -> int:
         """Append a node and return its index."""
         self.nodes.append(Node(kind, line, column, children, payload))
         return len(self.nodes) - 1

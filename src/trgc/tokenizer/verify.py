@@ -318,12 +318,16 @@ class _HFAdapter(_Adapter):
             piece = self.tok.id_to_token(i)
             if piece is None:
                 if self.table.kinds[i] != KIND_UNUSED:
-                    out.append(f"token {i}: no token in the library, {self.table.kinds[i]} in the table")
+                    out.append(
+                        f"token {i}: no token in the library, {self.table.kinds[i]} in the table"
+                    )
                 continue
             self.checked += 1
             if piece == unk and self.sp_style:
                 if self.table.special_tokens.get(piece) != i:
-                    out.append(f"token {i} ({piece!r}) is the library's unknown token; the table does not name it")
+                    out.append(
+                        f"token {i} ({piece!r}) is the library's unknown token; the table does not name it"
+                    )
                 continue
             if self.sp_style:
                 expected = self._sp_piece_bytes(piece)
@@ -334,11 +338,15 @@ class _HFAdapter(_Adapter):
                 self.inferred += bool(inferred_chars.intersection(piece))
             ours = self.table.token_bytes(i)
             if expected is None:
-                out.append(f"token {i} ({piece!r}): the library's string has characters outside its byte alphabet")
+                out.append(
+                    f"token {i} ({piece!r}): the library's string has characters outside its byte alphabet"
+                )
             elif ours != expected:
                 count += 1
                 if count <= _MAX_TOKEN_PROBLEMS:
-                    out.append(f"token {i} ({piece!r}): library bytes {expected.hex()}, table {ours.hex()}")
+                    out.append(
+                        f"token {i} ({piece!r}): library bytes {expected.hex()}, table {ours.hex()}"
+                    )
         if count > _MAX_TOKEN_PROBLEMS:
             out.append(f"... {count - _MAX_TOKEN_PROBLEMS} more ids whose bytes differ")
         return out
@@ -375,7 +383,8 @@ def library_byte_alphabet(tokenizers) -> tuple[dict[str, int], frozenset[str]]:
     rest_bytes = sorted(set(range(256)) - set(alphabet.values()))
     if len(alphabet) != 243 or len(rest_chars) != len(rest_bytes):
         raise TrgcError(
-            "E_INTERNAL", f"the tokenizers library's byte alphabet has {len(alphabet)} observable pairs"
+            "E_INTERNAL",
+            f"the tokenizers library's byte alphabet has {len(alphabet)} observable pairs",
         )
     alphabet.update(zip(rest_chars, rest_bytes, strict=True))
     return alphabet, frozenset(rest_chars)

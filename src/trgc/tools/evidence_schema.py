@@ -124,9 +124,7 @@ def _field_rule(name: str, rule: object, source: str | None) -> FieldRule:
         bounds[key] = rule.get(key)
     if None not in bounds.values() and bounds["minimum"] > bounds["maximum"]:
         raise _error("minimum is greater than maximum", at, source)
-    return FieldRule(
-        None if enum is None else tuple(enum), bounds["minimum"], bounds["maximum"]
-    )
+    return FieldRule(None if enum is None else tuple(enum), bounds["minimum"], bounds["maximum"])
 
 
 def parse_app_schema(data: bytes, source: str | None = None) -> AppSchema:
@@ -224,9 +222,7 @@ def recompute(
             and values.get(r.right) is not None
         ]
         if value is not None and applicable:
-            failed = [
-                r for r in applicable if not _compare(values[r.left], r.op, values[r.right])
-            ]
+            failed = [r for r in applicable if not _compare(values[r.left], r.op, values[r.right])]
             flags["cross_field_ok"] = not failed
             why["cross_field_ok"] = (
                 "fails " + ", ".join(r.describe() for r in failed)

@@ -205,6 +205,7 @@ they are declared (distinct literals, each at most once); additional members (op
 declared names, since no finite automaton can remember an unbounded set of names.
 """
 
+
 def trj1_page() -> str:
     lines = [_INTRO, "## Profile rules", "", "| rule | meaning |", "| --- | --- |"]
     for rule, meaning in PROFILE_RULES.items():

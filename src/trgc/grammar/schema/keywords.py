@@ -251,7 +251,9 @@ KEYWORDS: tuple[Keyword, ...] = (
         "array",
         "exact: the array intersected with the arrays having at least minContains (default 1) elements valid under it",
     ),
-    Keyword("minContains", SUPPORTED, "array", "with contains; counted, bounded by the repetition limit"),
+    Keyword(
+        "minContains", SUPPORTED, "array", "with contains; counted, bounded by the repetition limit"
+    ),
     Keyword(
         "maxContains",
         SUPPORTED,

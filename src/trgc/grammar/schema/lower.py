@@ -804,9 +804,7 @@ class Lowering(Combinators, ArrayKeywords, MemberOrder):
             )
         return b.seq(
             layout.token("["),
-            b.opt(
-                b.seq(b.ref(ANY_RULE), b.rep(b.seq(layout.comma(), b.ref(ANY_RULE)), 0, None))
-            ),
+            b.opt(b.seq(b.ref(ANY_RULE), b.rep(b.seq(layout.comma(), b.ref(ANY_RULE)), 0, None))),
             layout.token("]"),
         )
 
@@ -1269,7 +1267,9 @@ class Lowering(Combinators, ArrayKeywords, MemberOrder):
         extra_schema: object = None  # None: no additional members
         extra_ptr = pointer
         # without additionalProperties, the members nothing evaluates are unevaluatedProperties'
-        addl_key = "additionalProperties" if "additionalProperties" in v else "unevaluatedProperties"
+        addl_key = (
+            "additionalProperties" if "additionalProperties" in v else "unevaluatedProperties"
+        )
         if addl_key in v:
             addl, extra_ptr = v[addl_key]
             if addl is False:
@@ -1345,10 +1345,14 @@ class Lowering(Combinators, ArrayKeywords, MemberOrder):
         member_set = Members(
             kept,
             lambda i: b.seq(self._copy(forms[i][0]), self._copy(forms[i][1])),
-            None if not extra else lambda excluded: self._one_member(
+            None
+            if not extra
+            else lambda excluded: self._one_member(
                 self._extra_members(keys, regions, names + excluded, names_node, names, copy=True)
             ),
-            None if not extra else lambda name: self._one_member(
+            None
+            if not extra
+            else lambda name: self._one_member(
                 self._extra_members(keys, regions, names, names_node, names, copy=True, only=name)
             ),
         )
@@ -1356,7 +1360,10 @@ class Lowering(Combinators, ArrayKeywords, MemberOrder):
         if folded is True:
             return body
         if folded is False:
-            self._no(pointer, "no object has the members minProperties/maxProperties/dependentRequired ask for")
+            self._no(
+                pointer,
+                "no object has the members minProperties/maxProperties/dependentRequired ask for",
+            )
             return None
         condition = language(b, self.layout, member_set, folded)
         if condition is None and extra:
@@ -1484,7 +1491,9 @@ class Lowering(Combinators, ArrayKeywords, MemberOrder):
                 body = b.seq(chain, b.rep(b.seq(self.layout.comma(), uses[1]), 0, None))
         if body is None:
             return self.layout.empty("{}")
-        return b.seq(self.layout.token("{"), b.opt(body) if leading else body, self.layout.token("}"))
+        return b.seq(
+            self.layout.token("{"), b.opt(body) if leading else body, self.layout.token("}")
+        )
 
     # ---- arrays -------------------------------------------------------------------------------
 
@@ -1544,7 +1553,9 @@ class Lowering(Combinators, ArrayKeywords, MemberOrder):
                 step = b.seq(self.layout.comma(), prefix[i], tail)
                 tail = step if i + 1 <= lo else b.opt(step)
             body = b.seq(prefix[0], tail)
-        return b.seq(self.layout.token("["), body if lo > 0 else b.opt(body), self.layout.token("]"))
+        return b.seq(
+            self.layout.token("["), body if lo > 0 else b.opt(body), self.layout.token("]")
+        )
 
     # ---- sharing ------------------------------------------------------------------------------
 

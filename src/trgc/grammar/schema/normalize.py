@@ -118,7 +118,9 @@ def view(schema: dict, pointer: str, draft: int) -> View:
     elif "additionalItems" in out:
         # additionalItems has no effect unless items is an array
         del out["additionalItems"]
-    if "dependencies" in out:  # draft-04..07: arrays are dependentRequired, schemas dependentSchemas
+    if (
+        "dependencies" in out
+    ):  # draft-04..07: arrays are dependentRequired, schemas dependentSchemas
         deps, ptr = out.pop("dependencies")
         if not isinstance(deps, dict):
             raise TrgcError("E_SCHEMA_INVALID", "dependencies must be an object", pointer=ptr)

@@ -126,7 +126,9 @@ def number(b: Builder) -> int:
     `-?(0|[1-9][0-9]{0,14})(\\.[0-9]+)?([eE][+-]?0{0,2}E)?` with E at most 280: the integer part
     has at most 15 digits, so a plain integer is always safe (|n| < 10^15 < 2^53) and no
     spelling overflows to an infinity; a long fraction only rounds, as every decimal does."""
-    head = b.alt(b.lit("0"), b.seq(_digit(b, "1", "9"), b.rep(_digit(b), 0, MAX_INTEGER_DIGITS - 1)))
+    head = b.alt(
+        b.lit("0"), b.seq(_digit(b, "1", "9"), b.rep(_digit(b), 0, MAX_INTEGER_DIGITS - 1))
+    )
     fraction = b.opt(b.seq(b.lit("."), b.rep(_digit(b), 1, None)))
     power = natural_range(b, 0, MAX_EXPONENT)
     assert power is not None

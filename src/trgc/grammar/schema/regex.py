@@ -469,9 +469,7 @@ def _ends(node: tuple, starts: set[int], text: str) -> set[int]:
     if kind == "chars":
         ranges = node[1]
         return {
-            i + 1
-            for i in starts
-            if i < n and any(lo <= ord(text[i]) <= hi for lo, hi in ranges)
+            i + 1 for i in starts if i < n and any(lo <= ord(text[i]) <= hi for lo, hi in ranges)
         }
     if kind == "any_string":
         return set(range(min(starts), n + 1)) if starts else set()

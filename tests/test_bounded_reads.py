@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from bounded import MiB, run_trgc
+from bounded import MiB, run_python, run_trgc
 
 ROOT = Path(__file__).resolve().parents[1]
 GiB = 1024 * MiB
@@ -48,23 +48,35 @@ def work(tmp_path_factory) -> Path:
     return tmp
 
 
-@pytest.mark.parametrize(
-    "args",
-    [
-        ["inspect", "/dev/zero"],
-        ["check", "/dev/zero", "-"],
-        ["diff", "/dev/zero", "{art}"],
-        ["masks", "precompute", "/dev/zero", "-t", "{trt}", "-o", "{tmp}/x.trm"],
-        ["generate", "/dev/zero", "-t", "{trt}", "--max-tokens", "2"],
-        ["inspect", "{tmp}/huge.trga"],
-    ],
-)
+ARTIFACT_READERS = [
+    ["inspect", "{path}"],
+    ["check", "{path}", "-"],
+    ["diff", "{path}", "{art}"],
+    ["masks", "precompute", "{path}", "-t", "{trt}", "-o", "{tmp}/x.trm"],
+    ["generate", "{path}", "-t", "{trt}", "--max-tokens", "2"],
+]
+
+
+def _artifact_reader(work: Path, args: list[str], path: Path) -> list[str]:
+    fields = {"art": work / "json.trga", "trt": work / "gpt2.trt", "tmp": work, "path": path}
+    return [a.format(**fields) for a in args]
+
+
+@pytest.mark.parametrize("args", ARTIFACT_READERS)
 def test_artifact_readers_are_capped(work, args):
-    sparse(work / "huge.trga", 4 * GiB)
-    args = [a.format(art=work / "json.trga", trt=work / "gpt2.trt", tmp=work) for a in args]
-    outcome = run(args)
+    outcome = run(_artifact_reader(work, args, sparse(work / "huge.trga", 4 * GiB)))
     assert outcome.returncode == 3
     assert error_of(outcome)["code"] == "E_LIMIT_COMPILED_BYTES"
+    assert not (work / "x.trm").exists()
+
+
+@pytest.mark.parametrize("args", ARTIFACT_READERS)
+def test_a_device_is_no_artifact_after_its_first_bytes(work, args):
+    # an artifact is a zstd frame: the read stops at the first bytes that are not its magic
+    outcome = run(_artifact_reader(work, args, Path("/dev/zero")))
+    assert outcome.returncode == 2
+    assert error_of(outcome)["code"] == "E_NOT_AN_ARTIFACT"
+    assert outcome.max_rss is not None and outcome.max_rss < 120 * MiB
     assert not (work / "x.trm").exists()
 
 
@@ -74,6 +86,32 @@ def test_token_table_reader_is_capped(work):
     error = error_of(outcome)
     assert error["code"] == "E_TOKENIZER_TOO_LARGE"
     assert "1,073,741,824" in error["message"]  # the token table cap
+
+
+def test_a_token_table_on_a_device_is_refused_after_its_first_bytes(work):
+    # a .trt is a zstd frame or raw TRGCTOK bytes; read to its 1 GiB cap, /dev/zero ran out of
+    # the 160 MiB ceiling (E_TOKENIZER_TOO_LARGE) after reading most of it
+    (work / "zero.trt").symlink_to("/dev/zero")
+    outcome = run(["tokenizer", "inspect", str(work / "zero.trt")])
+    assert outcome.returncode == 2
+    assert error_of(outcome)["code"] == "E_TOKENIZER_TABLE_MAGIC"
+    assert outcome.max_rss is not None and outcome.max_rss < 120 * MiB
+
+
+def test_a_mask_file_on_a_device_is_refused_after_its_first_bytes():
+    # no command reads a .trm from a user's path yet; the library's reader is capped the same way
+    outcome = run_python(
+        "import resource, trgc\n"
+        "try:\n"
+        "    trgc.load_masks('/dev/zero')\n"
+        "except trgc.TrgcError as e:\n"
+        "    print(e.code, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)\n",
+        memory=400 * MiB,
+    )
+    assert outcome.returncode == 0, outcome.stderr.decode()
+    code, rss = outcome.stdout.decode().split()
+    assert code == "E_CACHE_MISMATCH"
+    assert int(rss) < 150 * MiB
 
 
 def test_checked_input_on_standard_input_is_capped(work):
@@ -127,7 +165,8 @@ def test_a_lock_entry_reaching_a_device_by_a_relative_path_is_still_capped(work)
     assert outcome.returncode == 1  # reported as a changed entry, not read without end
     report = json.loads(outcome.stdout)
     [change] = report["changed"]["json"]
-    assert change["field"] == "artifact_file" and change["actual"] == "error E_LIMIT_COMPILED_BYTES"
+    assert change["field"] == "artifact_file" and change["actual"] == "error E_NOT_AN_ARTIFACT"
+    assert outcome.max_rss is not None and outcome.max_rss < 120 * MiB
 
 
 @pytest.fixture
@@ -174,7 +213,8 @@ def test_trace_header_paths_stay_where_the_format_allows(traced, key, field, val
 def test_relative_header_path_to_a_device_is_capped(traced):
     _edit_header(traced, "artifact", "path", "../" * len(traced.parent.parts) + "dev/zero")
     outcome = run(["replay", str(traced)])
-    assert outcome.returncode == 3 and error_of(outcome)["code"] == "E_LIMIT_COMPILED_BYTES"
+    assert outcome.returncode == 2 and error_of(outcome)["code"] == "E_NOT_AN_ARTIFACT"
+    assert outcome.max_rss is not None and outcome.max_rss < 120 * MiB
 
 
 def test_sidecar_larger_than_its_steps_explain_is_refused_unread(traced):

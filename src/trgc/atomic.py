@@ -58,7 +58,7 @@ def read_bytes(
     code: str = "E_LIMIT_INPUT_BYTES",
     what: str = "the input",
     hint: str | None = "raise it with --limit input_bytes=N if this is intended",
-    magic: bytes = b"",
+    magic: bytes | tuple[bytes, ...] = b"",
 ) -> bytes:
     """Read a whole file of at most `max_bytes` bytes, turning OS errors into `E_IO`.
 
@@ -67,8 +67,8 @@ def read_bytes(
     /dev/zero, a pipe or a file that grows is refused after at most `max_bytes + 1` bytes. A
     larger file is `code` (by default `E_LIMIT_INPUT_BYTES`, exit 3) naming the cap.
 
-    With a `magic`, reading stops as soon as the bytes read so far show that the file does not
-    start with it: the caller's parser refuses the short prefix returned, so a device that is
+    With a `magic` (or a tuple of them, for kinds stored raw or as a zstd frame), reading stops
+    as soon as the bytes read so far show that the file starts with none of them: the caller's parser refuses the short prefix returned, so a device that is
     no file of the kind costs a few bytes instead of the cap. Running out of memory while
     reading is `code` as well (a cap can exceed the memory a machine has to spare)."""
 
@@ -115,9 +115,12 @@ def read_bytes(
         raise TrgcError("E_IO", f"cannot read: {exc.strerror}", source=str(path)) from None
 
 
-def _may_start_with(chunks: list[bytes], magic: bytes) -> bool:
-    """Whether the bytes in `chunks` are consistent with a file starting with `magic`."""
-    head = chunks[0][: len(magic)]
-    if len(head) < len(magic):  # a pipe may deliver the first bytes in several reads
-        head = b"".join(chunks)[: len(magic)]
-    return magic.startswith(head)
+def _may_start_with(chunks: list[bytes], magic: bytes | tuple[bytes, ...]) -> bool:
+    """Whether the bytes in `chunks` are consistent with a file starting with `magic` (one of
+    them, for a tuple)."""
+    magics = (magic,) if isinstance(magic, bytes) else magic
+    longest = max(len(m) for m in magics)
+    head = chunks[0][:longest]
+    if len(head) < longest:  # a pipe may deliver the first bytes in several reads
+        head = b"".join(chunks)[:longest]
+    return any(m[: len(head)] == head[: len(m)] for m in magics)

@@ -142,7 +142,11 @@ def file_cap(kind: str, limits: Limits = DEFAULT_LIMITS) -> int:
 
 
 def read_file(
-    path: Path | str, kind: str, limits: Limits = DEFAULT_LIMITS, *, magic: bytes = b""
+    path: Path | str,
+    kind: str,
+    limits: Limits = DEFAULT_LIMITS,
+    *,
+    magic: bytes | tuple[bytes, ...] = b"",
 ) -> bytes:
     """The bytes of a file of `kind`, refused with the kind's code once it exceeds its cap;
     with a `magic`, only a short prefix of a file that does not start with it (see

@@ -670,7 +670,7 @@ def load_artifact(
     """Read and fully validate an artifact file; with `expect`, also require that identity
     (`E_ARTIFACT_IDENTITY`)."""
     limits = limits or DEFAULT_LIMITS
-    blob = read_file(path, "artifact", limits)
+    blob = read_file(path, "artifact", limits, magic=ZSTD_MAGIC)
     try:
         artifact = from_canonical(decompress(blob, limits=limits), limits=limits)
     except TrgcError as error:

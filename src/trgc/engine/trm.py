@@ -44,6 +44,7 @@ from trgc.jsonread import read_json
 from trgc.limits import DEFAULT_LIMITS, Limits, mask_cache_content, read_file
 
 MAGIC = b"TRGCTRM\0"
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"  # a .trm file is one zstd frame
 VERSION = 2
 FORMAT = "trgc-masks-2"
 ZSTD_LEVEL = 10
@@ -237,7 +238,7 @@ def load_masks(path: Path | str, *, binding=None, limits: Limits = DEFAULT_LIMIT
     built for another artifact, tokenizer, compiler version, policy or trie."""
     import zstandard
 
-    raw = read_file(path, "mask cache", limits)
+    raw = read_file(path, "mask cache", limits, magic=ZSTD_MAGIC)
     cap = mask_cache_content(limits)
     try:
         size = zstandard.get_frame_parameters(raw).content_size

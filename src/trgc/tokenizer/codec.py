@@ -146,7 +146,7 @@ def compress(blob: bytes) -> bytes:
 
 def read_table_bytes(path: Path) -> bytes:
     """The canonical bytes stored in a `.trt` file (zstd frame or raw)."""
-    raw = read_file(path, "token table")
+    raw = read_file(path, "token table", magic=(ZSTD_MAGIC, MAGIC))
     if raw.startswith(ZSTD_MAGIC):
         try:
             return decompress_zstd(raw, source=str(path), limit=_MAX_TABLE_BYTES)

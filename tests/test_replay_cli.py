@@ -287,6 +287,10 @@ def test_ctrl_c_writes_cancellation_record(tmp_path):
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err.decode()
     assert b"stop: cancelled: generation cancelled with partial raw output" in err
+    # acknowledged once, when the signal arrives, before the trace is published and the stop line
+    acknowledgement = b"cancelling: generation stops at its next step; the partial run is kept\n"
+    assert err.count(acknowledgement) == 1
+    assert err.index(acknowledgement) < err.index(b"stop: cancelled")
     header = json.loads(trace.read_text().splitlines()[0])
     assert f"artifact {header['artifact']['sha256']}, tokenizer ".encode() in err
     assert b"raw partial bytes 6161" in err

@@ -25,6 +25,7 @@ from trgc.cli.common import (
 )
 
 EXIT_CANCELLED = 130  # the shell convention for a run ended by Ctrl-C (SIGINT)
+CANCEL_ACKNOWLEDGEMENT = b"cancelling: generation stops at its next step; the partial run is kept\n"
 FLUSH_SECONDS = 10.0  # the longest generate waits for the disk cache's background writes
 
 trace_app = typer.Typer(
@@ -232,7 +233,8 @@ def generate_command(
     claim that says exactly what is guaranteed (e.g. "JSON complete and profile-valid",
     "generation cancelled with partial raw output"), printed on stderr and in --json. Exit
     status: 0 completed; 4 stopped at --max-tokens (the output is incomplete); 130 cancelled
-    (Ctrl-C is acknowledged within milliseconds, inside a long mask computation too: the trace
+    (Ctrl-C is acknowledged at once on stderr and stops the run at its next step or inside a
+    long mask computation: the trace
     gets a cancellation record with the raw partial bytes, the configuration and completed
     false; nothing is ever closed or repaired);
     2 a failure stop (constraint_empty_set, sampling_failure, logit_positive_infinity), reported
@@ -285,6 +287,15 @@ def generate_command(
     err = None if as_json else stderr_console()
     interrupted = threading.Event()
     progress = _Progress(as_json, max_tokens)
+
+    def interrupt(signum, frame) -> None:
+        """Ctrl-C: the run stops at its next poll (between steps, or a checkpoint inside a
+        mask); the request is acknowledged at once on stderr, unbuffered (a buffered write here
+        could re-enter one in progress), and only once."""
+        if not interrupted.is_set() and not as_json:
+            os.write(2, CANCEL_ACKNOWLEDGEMENT)
+        interrupted.set()
+
     run = {
         "disk_cache": open_disk_cache(cache_dir, no_cache),
         "settings": settings,
@@ -297,7 +308,7 @@ def generate_command(
     }
     previous = None
     if threading.current_thread() is threading.main_thread():
-        previous = signal.signal(signal.SIGINT, lambda signum, frame: interrupted.set())
+        previous = signal.signal(signal.SIGINT, interrupt)
     try:
         if model is not None:
             if logits is not None or prompt is None:

@@ -21,6 +21,7 @@ from typer._click import Context, HelpFormatter
 from typer._click.utils import make_default_short_help
 
 from trgc import __version__
+from trgc.cli.coercion import PlainContext, install
 from trgc.cli.funnel import TrgcGroup
 
 HELP = (
@@ -165,6 +166,8 @@ class LazyGroup(TrgcGroup):
     `commands` (click's mapping) builds them all, for whatever walks the whole tree (man
     pages, shell completion, suggestions for a mistyped command)."""
 
+    context_class = PlainContext
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self._built: dict[str, Any] = {}
         self._loaded: set[str] = set()
@@ -186,7 +189,10 @@ class LazyGroup(TrgcGroup):
         self._loaded.add(module)
         holder = typer.Typer(**SETTINGS)
         import_module(f"trgc.cli.{module}").register(holder)
-        self._built.update(typer.main.get_group(holder).commands)
+        built = typer.main.get_group(holder).commands
+        for command in built.values():
+            install(command)
+        self._built.update(built)
 
     def list_commands(self, ctx: Context) -> list[str]:
         return [name for name, _, _ in COMMANDS]

@@ -90,15 +90,23 @@ def imports_of(args: list[str]) -> str:
     return done.stderr.strip().splitlines()[-1] if done.stderr.strip() else ""
 
 
-def stale_modules() -> int:
-    """How many trgc modules lack up-to-date bytecode (then compiled, so timing sees an install)."""
+def _stale(source: Path) -> bool:
+    """Whether Python would recompile `source`: its timestamp pyc is missing or records
+    another modification time or size (the check the import system makes)."""
     import importlib.util
 
-    stale = 0
-    for source in (ROOT / "src" / "trgc").rglob("*.py"):
-        cached = Path(importlib.util.cache_from_source(str(source)))
-        if not cached.exists() or cached.stat().st_mtime < source.stat().st_mtime:
-            stale += 1
+    try:
+        header = Path(importlib.util.cache_from_source(str(source))).read_bytes()[:16]
+    except OSError:
+        return True
+    stat = source.stat()
+    recorded = (int.from_bytes(header[8:12], "little"), int.from_bytes(header[12:16], "little"))
+    return len(header) < 16 or recorded != (int(stat.st_mtime) & 0xFFFFFFFF, stat.st_size)
+
+
+def stale_modules() -> int:
+    """How many trgc modules lack up-to-date bytecode (then compiled, so timing sees an install)."""
+    stale = sum(_stale(source) for source in (ROOT / "src" / "trgc").rglob("*.py"))
     compileall.compile_dir(ROOT / "src" / "trgc", quiet=1)
     return stale
 

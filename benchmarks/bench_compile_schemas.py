@@ -27,7 +27,9 @@ Sections (each can be skipped with `--skip person|corpus|sweep|help`):
     (all should be flat in n).
     A peer runs in a worker process of its own (the parent waits for it) and is cut off after
     `--peer-timeout` seconds on one schema (XGrammar spends minutes on a few), counted apart.
-  * help: median wall time of 5 `trgc --help` processes (target <= 0.15 s).
+  * help: median wall time of 5 `trgc --help` processes (target <= 0.15 s). For start-up
+    on its own (more runs, p90, CPU time beside wall, the python floor, the packages each
+    command loads) see `benchmarks/bench_startup.py`.
 
 `--clock cpu` times trgc's in-process compiles with the process CPU clock instead of the wall
 clock (on a shared machine under load, wall times mostly measure the scheduler; peers and

@@ -1,7 +1,7 @@
 """trgc: grammar-constrained decoding toolchain.
 
-The public API is loaded lazily so that `import trgc` stays cheap and never imports typer,
-rich or numba:
+The public API, `TrgcError` and `Limits` included, is loaded lazily so that `import trgc`
+costs next to nothing (`trgc --help` imports it) and never imports typer, rich or numba:
 
     art = trgc.compile_grammar(text)          # trg-1 source -> Artifact
     art = trgc.compile_schema(schema)         # JSON Schema (trj-1) -> Artifact
@@ -16,13 +16,13 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-from trgc.errors import TrgcError
-from trgc.limits import DEFAULT_LIMITS, Limits
-
 __version__ = "0.1.0"
 
 # public name -> module that defines it
 _LAZY: dict[str, str] = {
+    "TrgcError": "trgc.errors",
+    "Limits": "trgc.limits",
+    "DEFAULT_LIMITS": "trgc.limits",
     "compile_grammar": "trgc.compiler.build",
     "compile_ast": "trgc.compiler.build",
     "compile_schema": "trgc.compiler.schema",
@@ -42,7 +42,7 @@ _LAZY: dict[str, str] = {
     "read_trace": "trgc.decode.trace",
 }
 
-__all__ = ["TrgcError", "Limits", "DEFAULT_LIMITS", "__version__", *_LAZY]
+__all__ = ["__version__", *_LAZY]
 
 
 def __getattr__(name: str) -> Any:

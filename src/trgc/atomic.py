@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-import tempfile
 from pathlib import Path
 
 from trgc.errors import TrgcError
@@ -28,6 +27,8 @@ def atomic_write(path: Path | str, data: bytes) -> None:
     if os.path.islink(path):
         path = Path(os.path.realpath(path))
     directory = path.parent if str(path.parent) else Path(".")
+    import tempfile  # only when writing: most commands only read, and it costs start-up
+
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
     except OSError as exc:

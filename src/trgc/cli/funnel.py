@@ -14,9 +14,6 @@ command runs or after it wrote its output ends here, the same way:
 
 from __future__ import annotations
 
-import contextlib
-import errno
-import os
 import sys
 import traceback
 from collections.abc import Sequence
@@ -32,42 +29,14 @@ from trgc.cli.common import (
     report_error,
     write_stderr,
 )
+from trgc.cli.streams import EXIT_BROKEN_PIPE, ClosedStdout, silence_stdout
 from trgc.errors import EXIT_INTERNAL, EXIT_INVALID, TrgcError
-
-EXIT_BROKEN_PIPE = 141
-
-
-class _ClosedStdout:
-    """Stands in for a closed stdout (`sys.stdout is None`): writing fails like a broken pipe."""
-
-    encoding = "utf-8"
-
-    def write(self, text: str) -> int:
-        raise BrokenPipeError(errno.EBADF, "standard output is closed")
-
-    def flush(self) -> None:
-        pass
-
-    def isatty(self) -> bool:
-        return False
-
-    def fileno(self) -> int:
-        raise OSError(errno.EBADF, "standard output is closed")
 
 
 def wants_json(args: Sequence[str]) -> bool:
     """Whether the command line asks for `--json` (options end at `--`)."""
     args = list(args)
     return "--json" in (args[: args.index("--")] if "--" in args else args)
-
-
-def _silence_stdout() -> None:
-    """After a broken pipe: point stdout at /dev/null so the interpreter's final flush of what
-    is still buffered cannot fail again (the recipe of the Python `signal` documentation)."""
-    with contextlib.suppress(OSError, ValueError, AttributeError):
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - replaces stdout for the rest of the run
 
 
 def usage_error(error: TyperException) -> TrgcError:
@@ -96,7 +65,7 @@ class TrgcGroup(TyperGroup):
         argv = list(sys.argv[1:] if args is None else args)
         as_json = wants_json(argv)
         if sys.stdout is None:
-            sys.stdout = _ClosedStdout()  # type: ignore[assignment]
+            sys.stdout = ClosedStdout()  # type: ignore[assignment]
         try:
             result = super().main(argv, prog_name, complete_var, standalone_mode=False, **extra)
             code = result if isinstance(result, int) and not isinstance(result, bool) else 0
@@ -110,7 +79,7 @@ class TrgcGroup(TyperGroup):
         except Abort:  # end of input at a prompt
             code = EXIT_INVALID
         except (OutputClosed, BrokenPipeError):
-            _silence_stdout()
+            silence_stdout()
             code = EXIT_BROKEN_PIPE
         except Exception as exc:  # raised outside any command's own reporting
             if debug_enabled():
@@ -122,7 +91,7 @@ class TrgcGroup(TyperGroup):
                 if sys.stdout is not None:
                     sys.stdout.flush()
             except BrokenPipeError:
-                _silence_stdout()
+                silence_stdout()
                 code = EXIT_BROKEN_PIPE
         if standalone_mode:
             sys.exit(code)

@@ -620,3 +620,25 @@ def test_multiple_of_is_exact_by_decimal_value(step):
     with pytest.raises(TrgcError) as info:
         compiled({"type": "integer", "multipleOf": 3})
     assert info.value.details["keyword"] == "multipleOf"
+
+
+
+@pytest.mark.parametrize("step", ["10**12", "1e20", "5e19", "10**15"])
+def test_a_large_power_of_ten_multiple_of_compiles_in_bounded_work(step):
+    """multipleOf n·10^e with a large e has one digit window of t digits: the windows are
+    stepped through, not filtered out of range(10^t) (found by the fuzz campaign: multipleOf
+    1e12 ran past 20 s of CPU time, 1e20 would never end). In a child under a CPU ceiling, so
+    a regression fails instead of hanging the suite."""
+    from bounded import run_python
+
+    outcome = run_python(
+        "import trgc\n"
+        f"n = int({step})\n"
+        f"art = trgc.compile_schema({{'type': 'integer', 'multipleOf': {step}}})\n"
+        "for v in (0, n, -n, 3 * n, n + 1, n // 2, 2**53 - 1):\n"
+        "    ok = trgc.check(art, str(v).encode()).accepted\n"
+        "    assert ok == (v % n == 0 and abs(v) <= 2**53), v\n"
+        "print('ok')\n",
+        cpu_seconds=30,
+    )
+    assert outcome.returncode == 0 and outcome.stdout == b"ok\n", outcome.stderr.decode()[-800:]

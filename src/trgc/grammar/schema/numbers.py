@@ -12,6 +12,7 @@ the automaton exact. Unbounded numbers accept the full RFC 8259 syntax.
 
 from __future__ import annotations
 
+import math
 from decimal import Decimal
 from fractions import Fraction
 
@@ -427,8 +428,11 @@ def multiple_of(b: Builder, step: Decimal) -> int | None:
                 body = b.seq(b.rep(_digit(b), j - 1, j - 1), _digit(b, "1", "9"))
                 options.append(b.seq(_any_integer(b), _fraction_digits(b, body)))
             continue
-        unit = 10 ** (k - j)
-        windows = [str(w).zfill(r) for w in range(10**r) if (w * unit) % n == 0]
+        # w·10^(k-j) is divisible by n exactly when w is a multiple of n / gcd(n, 10^(k-j));
+        # there are at most 10^t / n <= MAX_WINDOWS of them below 10^r (stepping, not
+        # filtering range(10^r): multipleOf 1e20 has one window of twenty digits)
+        step_w = n // math.gcd(n, 10 ** (k - j))
+        windows = [str(w).zfill(r) for w in range(0, 10**r, step_w)]
         if j == 0:
             options.append(b.seq(_integer_ending(b, windows), zeros))
         elif r <= j:

@@ -622,7 +622,6 @@ def test_multiple_of_is_exact_by_decimal_value(step):
     assert info.value.details["keyword"] == "multipleOf"
 
 
-
 @pytest.mark.parametrize("step", ["10**12", "1e20", "5e19", "10**15"])
 def test_a_large_power_of_ten_multiple_of_compiles_in_bounded_work(step):
     """multipleOf n·10^e with a large e has one digit window of t digits: the windows are

@@ -278,6 +278,13 @@ class DiskCache:
         self._publisher: _Publisher | None = None
         self._publisher_lock = threading.Lock()
 
+    @staticmethod
+    def entry_key(
+        kind: str, format: int, tokenizer: str, compiler: str, policy: str, subject: str
+    ) -> EntryKey:
+        """An `EntryKey`, for callers in layers below the engine (`trgc.compiler.cache`)."""
+        return EntryKey(kind, format, tokenizer, compiler, policy, subject)
+
     # -- paths and the ledger -------------------------------------------------------------
     def path_of(self, key: EntryKey) -> Path:
         address = key.address()

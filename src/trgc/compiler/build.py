@@ -7,11 +7,9 @@ grammar, the limits and the trgc version: no timestamps, paths or hash-seed-depe
 
 from __future__ import annotations
 
-import hashlib
-
 from trgc.artifact.codec import encode, encoded_size
 from trgc.artifact.model import REPEAT, RULE, SHARED, Artifact, Machine
-from trgc.compiler.cache import EntryStore, cached_compile
+from trgc.compiler.cache import EntryStore, cached_compile, text_identity
 from trgc.errors import TrgcError
 from trgc.grammar.ast import Grammar, Kind
 from trgc.limits import DEFAULT_LIMITS, Budget, Limits, check_limit
@@ -127,10 +125,10 @@ def compile_grammar(
     from trgc.grammar.parser import parse_grammar
 
     limits = limits or DEFAULT_LIMITS
-    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else bytes(text)
+    identity = None if cache is None else text_identity("trg", text)
     try:
         return cached_compile(
-            cache, "trg", hashlib.sha256(data).hexdigest(), {"strict": strict}, limits,
+            cache, identity, {"strict": strict}, limits,
             lambda: compile_ast(parse_grammar(text, limits=limits, source=source),
                                 limits=limits, strict=strict),
         )  # fmt: skip

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from trgc.artifact.model import Artifact
 from trgc.compiler.build import compile_ast
-from trgc.compiler.cache import EntryStore, cached_compile
+from trgc.compiler.cache import EntryStore, cached_compile, schema_identity
 from trgc.errors import TrgcError
 from trgc.grammar.schema import DEFAULT_MAX_DEPTH, load_schema, lower_schema
 from trgc.grammar.schema.whitespace import DEFAULT_MAX_WHITESPACE
@@ -44,7 +44,8 @@ def compile_schema(
     declared order, the order a generator writes.
 
     `cache` (a `trgc.engine.diskcache.DiskCache`, e.g. `open_cache()`) keeps compiled
-    artifacts keyed by the schema's SHA-256, these options, the limits and the compiler
+    artifacts keyed by the schema's SHA-256 (of its text, or of a parsed value's sorted-key
+    JSON), these options, the limits and the compiler
     version (`trgc.compiler.cache`): a schema compiled before, in any process, is read back
     and verified instead of compiled.
     """
@@ -54,9 +55,9 @@ def compile_schema(
                "max_depth": max_depth, "ignore_keywords": list(ignore_keywords),
                "unknown_keywords": unknown_keywords, "member_order": member_order}  # fmt: skip
     try:
-        value, digest = load_schema(schema, limits)
 
         def compile_now() -> Artifact:
+            value, digest = load_schema(schema, limits)
             grammar = lower_schema(
                 value,
                 whitespace=whitespace,
@@ -83,7 +84,8 @@ def compile_schema(
                     pointer=error.pointer,
                 ) from None
 
-        return cached_compile(cache, "trj", digest, options, limits, compile_now)
+        identity = None if cache is None else schema_identity(schema)
+        return cached_compile(cache, identity, options, limits, compile_now)
     except TrgcError as error:
         if error.source is None and source is not None:
             error.source = source

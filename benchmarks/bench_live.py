@@ -10,11 +10,13 @@ the engine's int32 bitmask buffer, the way an inference loop calls it:
   * trgc: `compile_schema(separators="compact")` (closed objects unless `--open-objects`),
     `Matcher` over a `MaskCache` shared by all
     schemas (as a server keeps one), `fill_bitmask`; no precompute;
-  * trgc with a warm cache: the same, in a fresh process whose `Matcher` reads a persistent
-    disk cache (`Matcher(disk_cache=)`) that a previous process filled from a disjoint sample
-    of schemas (`--warm-with other`, "a new schema built from familiar pieces": frame entries
-    are shared by residual) or from the same ones (`same`: a server meeting its schemas
-    again after a restart). Its disk hits, misses and writes are reported;
+  * trgc with a warm cache: the same, in a fresh process over a persistent disk cache that a
+    previous process filled from a disjoint sample of schemas (`--warm-with other`, "a new
+    schema built from familiar pieces": frame entries are shared by residual) or from the same
+    ones (`same`: a server meeting its schemas again after a restart):
+    `compile_schema(cache=)` reads compiled artifacts back (`trgc.compiler.cache`) and
+    `Matcher(disk_cache=)` the mask store of each artifact (`trgc.engine.maskstore`), then
+    frame entries. Its disk hits, misses and writes are reported;
   * llguidance: `LLMatcher.grammar_from_json_schema` (no flexible whitespace: `,` and `:`),
     then `LLMatcher` (llguidance builds its parser there, so both count as its compile),
     `llguidance.numpy.fill_next_token_bitmask`;
@@ -148,11 +150,12 @@ class TrgcEngine:
         self.cache = trgc.MaskCache()
         self.open_objects = open_objects
         self.extra = {} if disk_cache is None else {DISK_CACHE_PARAMETER: disk_cache}
+        self.compile_extra = {} if disk_cache is None else {"cache": disk_cache}
         self.buffer = np.zeros((1, (table.vocab_size + 31) // 32), dtype=np.int32)
 
     def compile(self, schema):
         return self.trgc.compile_schema(
-            schema, separators="compact", open_objects=self.open_objects
+            schema, separators="compact", open_objects=self.open_objects, **self.compile_extra
         )
 
     def matcher(self, compiled):

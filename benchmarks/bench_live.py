@@ -25,9 +25,11 @@ the engine's int32 bitmask buffer, the way an inference loop calls it:
     `--open-objects`), `GrammarMatcher`,
     `fill_next_token_bitmask`; its `TokenizerInfo` is built from trgc's exact token bytes.
 
-Every mask is timed twice: wall time (what a caller waits, preemptions by other jobs included)
-and the thread's CPU time (`time.thread_time`, the engine's own work: on a loaded machine the
-fairer comparison; every engine runs on the calling thread).
+Every mask, and the time to first mask, is timed twice: wall time (what a caller waits,
+preemptions by other jobs included) and the thread's CPU time (`time.thread_time`, the engine's
+own work: on a loaded machine the fairer comparison; every engine runs on the calling thread,
+so work an engine handed to threads of its own would not be counted). The targets are judged
+on wall time.
 
 Fairness: one process, one thread, engines in turn on each schema; every engine gets the same
 bytes (the instance serialised with compact separators in trgc's declared member order,
@@ -230,8 +232,8 @@ class XgrammarEngine:
 def run_case(engine, case) -> dict:
     """Compile, make a matcher and write its first mask (timed together: time to first mask),
     then advance every forced token and time the mask after each."""
-    perf = time.perf_counter
-    started = perf()
+    perf, cpu = time.perf_counter, time.thread_time
+    started, started_cpu = perf(), cpu()
     try:
         compiled = engine.compile(case["schema"])
         compile_s = perf() - started
@@ -241,13 +243,13 @@ def run_case(engine, case) -> dict:
         code = getattr(exc, "code", None)
         reason = code if isinstance(code, str) else f"{type(exc).__name__}: {str(exc)[:60]}"
         return {"status": "unsupported", "reason": reason}
-    first_s = perf() - started
-    out = {"status": "ok", "compile_s": compile_s, "first_mask_s": first_s, "mask_s": [],
+    first_s, first_cpu_s = perf() - started, cpu() - started_cpu
+    out = {"status": "ok", "compile_s": compile_s, "first_mask_s": first_s,
+           "first_mask_cpu_s": first_cpu_s, "mask_s": [],
            "mask_cpu_s": []}  # fmt: skip
     if case["ids"] is None or case["problem"]:
         return out
     times, cpu_times = out["mask_s"], out["mask_cpu_s"]
-    cpu = time.thread_time
     for position, token in enumerate(case["ids"]):
         if not accept(token):
             out["status"] = "rejected"
@@ -325,6 +327,7 @@ def summarise(cases: list[dict], results: dict[str, list[dict]]) -> dict:
             "compile_own": stats([o["compile_s"] for o in own]),
             "compile": stats([r[i]["compile_s"] for i in common]),
             "first_mask": stats([r[i]["first_mask_s"] for i in common]),
+            "first_mask_cpu": stats([r[i]["first_mask_cpu_s"] for i in common]),
             "masks": stats([t for i in common for t in r[i]["mask_s"]]),
             "masks_cpu": stats([t for i in common for t in r[i]["mask_cpu_s"]]),
         }
@@ -346,6 +349,7 @@ def ratios(results, common, per) -> dict:
     """trgc (and trgc-warm) over each peer: below 1 means trgc is faster."""
     out: dict = {}
     fields = (("compile", "p50_ms"), ("compile", "p90_ms"), ("first_mask", "p50_ms"),
+              ("first_mask_cpu", "p50_ms"),
               ("masks", "mean_ms"), ("masks", "p50_ms"), ("masks", "p99_ms"),
               ("masks", "max_ms"), ("masks_cpu", "mean_ms"), ("masks_cpu", "p50_ms"),
               ("masks_cpu", "p99_ms"))  # fmt: skip
@@ -551,6 +555,7 @@ def report(s: dict) -> str:
     rows = [("schemas supported", lambda e: str(e["supported"]))]
     for label, what, q in (("compile p50", "compile", "p50_ms"), ("compile p90", "compile", "p90_ms"),
                            ("time to first mask p50", "first_mask", "p50_ms"),
+                           ("time to first mask p50 (thread CPU)", "first_mask_cpu", "p50_ms"),
                            ("mask mean", "masks", "mean_ms"), ("mask p50", "masks", "p50_ms"),
                            ("mask p99", "masks", "p99_ms"), ("mask max", "masks", "max_ms"),
                            ("mask mean (thread CPU)", "masks_cpu", "mean_ms"),

@@ -17,6 +17,7 @@ not wait for the cache's file system.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Callable
@@ -43,6 +44,13 @@ class EntryStore(Protocol):
     def path_of(self, key: Any) -> Any: ...
 
 
+@functools.lru_cache(maxsize=64)
+def _limits_dict(limits: Limits) -> dict[str, int]:
+    """`limits.to_dict()`, memoised (a cache hit costs about a millisecond, and `asdict` deep-
+    copies; the dict is only read)."""
+    return limits.to_dict()
+
+
 def artifact_key(
     cache: EntryStore, source_kind: str, source_sha256: str, options: dict, limits: Limits
 ) -> Any:
@@ -51,7 +59,7 @@ def artifact_key(
     from trgc import __version__
 
     defining = {"source_kind": source_kind, "source_sha256": source_sha256, "options": options,
-                "limits": limits.to_dict()}  # fmt: skip
+                "limits": _limits_dict(limits)}  # fmt: skip
     canonical = json.dumps(defining, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     subject = hashlib.sha256(canonical.encode()).hexdigest()
     return cache.entry_key(KIND, FORMAT_VERSION, "", __version__, "", subject)
@@ -99,7 +107,7 @@ def _verified(payload: bytes, source_sha256: str | None, limits: Limits) -> Arti
         "sha256:" + source_sha256,
     ):
         raise TrgcError("E_CACHE_ENTRY_PAYLOAD", "the cached artifact names another source")
-    if metadata.get("limits") != limits.to_dict():
+    if metadata.get("limits") != _limits_dict(limits):
         raise TrgcError(
             "E_CACHE_ENTRY_PAYLOAD", "the cached artifact was compiled with other limits"
         )

@@ -121,10 +121,9 @@ def decode_store(binding: Binding, payload: bytes) -> dict[MaskKey, np.ndarray]:
         raise _bad("a frame names no state of this artifact or an unclipped counter")
     if index.max() >= n_masks:
         raise _bad("a mask index is out of range")
-    masks = flat.reshape(n_masks, n_words).astype(np.uint32)
-    if (masks & ~_possible_words(binding)).any():
+    masks = flat.reshape(n_masks, n_words)  # read-only: a view of the decompressed bytes
+    if (np.bitwise_or.reduce(masks, axis=0) & ~_possible_words(binding)).any():
         raise _bad("a mask allows a token this binding never allows (or one past the vocabulary)")
-    masks.flags.writeable = False
     out: dict[MaskKey, np.ndarray] = {}
     previous: MaskKey | None = None
     starts = [0, *np.cumsum(lengths, dtype=np.int64).tolist()]

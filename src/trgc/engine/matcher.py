@@ -106,7 +106,7 @@ class Matcher:
         self._view: np.ndarray | None = None
         self._filled: np.ndarray | None = None  # the numpy buffer last filled, and its row
         self._filled_index = -1
-        self._filled_row: np.ndarray | None = None
+        self._filled_row: tuple = ()
         self._scratch = Scratch(self._binding)
         self._plain = plain_states(self._binding)
         self._longest = self._binding.trie_depth  # counters are clipped with the longest token
@@ -237,21 +237,22 @@ class Matcher:
         through a numpy view of its memory); a buffer wider than the mask (a model vocabulary
         padded past the tokenizer's) gets 0 words, so the extra ids are never allowed."""
         if buffer is self._filled and index == self._filled_index and buffer.flags.writeable:
-            row = self._filled_row  # the numpy buffer of the last call, checked then
+            head, tail = self._filled_row  # the numpy buffer of the last call, checked then
         else:
-            row = self._checked_row(buffer, index)
+            head, tail = self._checked_row(buffer, index)
         words = self._words()
         if words is not self._view_of:  # consecutive masks are often the same array
             self._view_of, self._view = words, words.view(np.int32)
-        row[: self._n_words] = self._view
-        if row.shape[0] > self._n_words:
-            row[self._n_words :] = 0
+        np.copyto(head, self._view)
+        if tail is not None:
+            tail.fill(0)
 
-    def _checked_row(self, buffer: Any, index: int) -> np.ndarray:
-        """Row `index` of a bitmask buffer, after every check `fill_bitmask` documents. A
-        numpy buffer is remembered with its row (its shape and dtype cannot change), so a
-        decoder filling one buffer again and again is checked once; a torch tensor is
-        checked every time (it may be resized in place)."""
+    def _checked_row(self, buffer: Any, index: int) -> tuple[np.ndarray, np.ndarray | None]:
+        """Row `index` of a bitmask buffer as its first `n_words` words and the rest (None
+        when there is none), after every check `fill_bitmask` documents. A numpy buffer is
+        remembered with its row (its shape and dtype cannot change), so a decoder filling one
+        buffer again and again is checked once; a torch tensor is checked every time (it may
+        be resized in place)."""
         expected = self._n_words
         array = _numpy_view(buffer)
         if array.dtype != np.int32:
@@ -267,9 +268,10 @@ class Matcher:
         if not 0 <= index < shape[0]:
             raise TrgcError("E_BITMASK_BUFFER", f"expected index in [0, {shape[0]}), got {index}")
         row = array[index]
+        parts = (row[:expected], row[expected:] if shape[1] > expected else None)
         if array is buffer:
-            self._filled, self._filled_index, self._filled_row = buffer, index, row
-        return row
+            self._filled, self._filled_index, self._filled_row = buffer, index, parts
+        return parts
 
     def is_allowed(self, token_id: int) -> bool:
         """Whether `token_id` may be advanced now (without computing the whole mask)."""

@@ -234,6 +234,25 @@ def test_same_masks_same_bytes(tmp_path):
     assert all((again[k] == masks[k]).all() for k in masks)
 
 
+def test_matchers_sharing_a_memory_cache_share_one_store(tmp_path):
+    """A server's matchers (one `MaskCache`) load the store once and extend it together: the
+    masks the second computed are in the first's store and in the one published."""
+    tokens = populate(tmp_path)
+    disk, shared = DiskCache(tmp_path), MaskCache()
+    art = trgc.compile_schema(SCHEMA)
+    first = Matcher(art, llama3(), cache=shared, disk_cache=disk)
+    second = Matcher(trgc.compile_schema(SCHEMA), llama3(), cache=shared, disk_cache=disk)
+    assert first._store is second._store and disk.stats.hits == 1
+    loaded = len(first._store.masks)
+    other = seeded_walk(second, seed=9)
+    assert len(first._store.masks) > loaded
+    assert disk.flush(60)
+    assert set(replay(DiskCache(tmp_path), other)) == {"store"}
+    assert set(replay(DiskCache(tmp_path), tokens)) == {"store"}
+    alone = Matcher(art, llama3(), cache=MaskCache(), disk_cache=disk)
+    assert alone._store is not first._store
+
+
 def test_the_store_is_bounded(tmp_path, monkeypatch):
     monkeypatch.setattr(maskstore, "MAX_CONFIGS", 5)
     disk = DiskCache(tmp_path)

@@ -39,6 +39,7 @@ import numpy as np
 
 from trgc.engine.binding import Binding
 from trgc.engine.bits import pack
+from trgc.engine.cache import MaskCache
 from trgc.engine.config import CLIP_MASK, STATE_MASK
 from trgc.engine.diskcache import DiskCache, EntryKey
 from trgc.errors import TrgcError
@@ -190,3 +191,17 @@ class MaskStore:
         under the interpreter lock)."""
         self._pending = False
         return encode_store(self._n_words, dict(self.masks))
+
+
+def shared_store(binding: Binding, disk: DiskCache, cache: MaskCache) -> MaskStore:
+    """The `MaskStore` of `binding` over `disk`, kept in the in-memory `cache` so that matchers
+    sharing that cache (a server's) share one store: it is loaded once, every matcher's new
+    masks go into it, and one republication carries them all. Its charge in the cache is the
+    bytes of its masks when it was loaded."""
+    key = (*binding.key, KIND, str(disk.root))
+    store = cache.get(key)
+    if store is None:
+        store = MaskStore(binding, disk)
+        distinct = {id(words) for words in store.masks.values()}
+        cache.put(key, store, len(distinct) * 4 * binding.n_words)
+    return store

@@ -48,7 +48,7 @@ from trgc.engine.diskcache import DiskCache
 from trgc.engine.framecache import entry_for
 from trgc.engine.inputs import as_artifact, as_token_table
 from trgc.engine.kernel import Scratch, add_symbol_tokens, mask_words
-from trgc.engine.maskstore import MaskStore
+from trgc.engine.maskstore import shared_store
 from trgc.engine.precompute import FrameEntry, FrameMasks, combine, plain_states
 from trgc.errors import TrgcError
 
@@ -98,7 +98,9 @@ class Matcher:
         self._disk = disk_cache
         # the masks earlier processes computed for this binding (`trgc.engine.maskstore`)
         self._store = (
-            MaskStore(self._binding, disk_cache) if disk_cache is not None and store_masks else None
+            shared_store(self._binding, disk_cache, self._cache)
+            if disk_cache is not None and store_masks
+            else None
         )
         self._direct = None if precomputed is None else precomputed.direct(self._binding)
         self._n_words = self._binding.n_words

@@ -118,6 +118,22 @@ def test_put_then_get_in_another_object(tmp_path):
     assert [p.name for p in files_of(reader)] == [KEY.address() + ".entry"]
 
 
+def test_replace_publishes_over_an_entry_and_keeps_the_ledger_exact(tmp_path):
+    """`put` keeps the entry already there; `put(replace=True)` (a growing mask store) puts
+    the new one in its place, in the foreground and from the publisher, and the ledger counts
+    the file once at its new size."""
+    cache = DiskCache(tmp_path)
+    assert cache.put(KEY, payload_n(1, 500))
+    assert cache.put(KEY, payload_n(2, 900)) and cache.get(KEY) == payload_n(1, 500)
+    assert cache.put(KEY, payload_n(2, 900), replace=True)
+    assert DiskCache(tmp_path).get(KEY) == payload_n(2, 900)
+    cache.put_later(KEY, lambda: payload_n(3, 300), replace=True)
+    assert cache.flush(30)
+    assert DiskCache(tmp_path).get(KEY) == payload_n(3, 300)
+    assert cache._read_ledger() == sum(p.stat().st_size for p in files_of(cache))
+    assert len(files_of(cache)) == 1 and cache.info().temporaries == 0
+
+
 def test_no_temporary_is_left_behind(tmp_path):
     cache = DiskCache(tmp_path)
     for n in range(20):

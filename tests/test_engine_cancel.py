@@ -18,7 +18,7 @@ from trgc.engine import framecache, kernel, reference
 from trgc.engine.binding import bind
 from trgc.engine.cache import MaskCache
 from trgc.engine.cancel import Cancelled, cancellable, cancellation_checkpoint
-from trgc.engine.config import START, frame_key, step_bytes
+from trgc.engine.config import START, frame_key, mask_key, step_bytes
 from trgc.engine.diskcache import DiskCache
 from trgc.engine.matcher import Matcher
 from trgc.engine.precompute import precompute
@@ -96,7 +96,10 @@ def test_a_cancelled_walk_raises_and_leaves_no_entry(tmp_path, monkeypatch):
         m.allowed_tokens()
     rid = framecache.shared_id(b, key)
     assert cache.get(framecache.memory_key(b, key, rid)) is None  # no frame entry
-    assert len(cache) == 0  # and no whole-configuration mask
+    longest = b.trie_depth
+    assert cache.get((*b.key, mask_key(config, longest))) is None  # no whole-configuration mask
+    assert mask_key(config, longest) not in m._store.masks  # nor one in the mask store
+    assert len(cache) == 1  # the (empty) mask store is all the memory cache holds
     assert disk.flush(30) and not list(disk.layout.rglob("*.entry"))
     # the same matcher (and its scratch) computes the exact mask afterwards
     assert (m.allowed_tokens() == reference.allowed_mask(b, config)).all()

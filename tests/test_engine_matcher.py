@@ -205,6 +205,33 @@ def test_fill_bitmask_padded_vocabulary_never_allows_the_extra_ids():
     assert (buffer[0] == -1).all()
 
 
+def test_fill_bitmask_remembers_a_checked_buffer_safely():
+    """The buffer of the last call is checked once, and only it at that row: another row,
+    another buffer, a buffer made read-only since, each get the full checks and the right
+    mask after every advance."""
+    m = Matcher(json_like(), TOK)
+    words = n_words(TOK.vocab_size)
+    buffer = np.zeros((2, words), dtype=np.int32)
+    m.fill_bitmask(buffer, 0)
+    first = m.allowed_tokens_packed()
+    assert (buffer[0] == first).all()
+    token = int(np.flatnonzero(m.allowed_tokens() & m._binding.byte_token)[0])
+    m.advance(token)
+    m.fill_bitmask(buffer, 0)
+    assert (buffer[0] == m.allowed_tokens_packed()).all() and not (buffer[0] == first).all()
+    m.fill_bitmask(buffer, 1)
+    assert (buffer[1] == buffer[0]).all()
+    with pytest.raises(TrgcError):
+        m.fill_bitmask(buffer, 2)
+    other = np.zeros((1, words), dtype=np.int32)
+    m.fill_bitmask(other, 0)
+    assert (other[0] == buffer[0]).all()
+    other.flags.writeable = False
+    with pytest.raises(TrgcError) as err:
+        m.fill_bitmask(other, 0)
+    assert err.value.code == "E_BITMASK_BUFFER"
+
+
 def test_pack_unpack_round_trip():
     rng = np.random.default_rng(7)
     for size in (1, 31, 32, 33, 100):

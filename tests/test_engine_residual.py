@@ -182,7 +182,7 @@ def decode_fresh(art):
 
 
 def run_masks(art, tok, disk, prefixes) -> list[tuple[np.ndarray, str]]:
-    m = Matcher(art, tok, cache=MaskCache(), disk_cache=disk)
+    m = Matcher(art, tok, cache=MaskCache(), disk_cache=disk, store_masks=False)
     out = []
     for prefix in prefixes:
         m._history = [step_bytes(m._binding.tables, START, prefix)]

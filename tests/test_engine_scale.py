@@ -139,8 +139,8 @@ class Paths:
     def __init__(self, art, tok, shared: MaskCache, disk: DiskCache) -> None:
         self.walker = Matcher(art, tok)
         self.adaptive = Matcher(art, tok)
-        self.shared = Matcher(art, tok, cache=shared, disk_cache=disk)
-        self.from_disk = Matcher(art, tok, cache=MaskCache(), disk_cache=disk)
+        self.shared = Matcher(art, tok, cache=shared, disk_cache=disk, store_masks=False)
+        self.from_disk = Matcher(art, tok, cache=MaskCache(), disk_cache=disk, store_masks=False)
         self.precomputed = Matcher(art, tok, precomputed=precompute(art, tok))
         self.binding = self.walker._binding
         self.disk = disk

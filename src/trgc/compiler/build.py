@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from trgc.artifact.codec import encode, encoded_size
 from trgc.artifact.model import REPEAT, RULE, SHARED, Artifact, Machine
+from trgc.compiler.cache import EntryStore, cached_compile, text_identity
 from trgc.errors import TrgcError
 from trgc.grammar.ast import Grammar, Kind
 from trgc.limits import DEFAULT_LIMITS, Budget, Limits, check_limit
@@ -117,14 +118,20 @@ def compile_grammar(
     limits: Limits | None = None,
     strict: bool = False,
     source: str | None = None,
+    cache: EntryStore | None = None,
 ) -> Artifact:
-    """Compile trg-1 source text into an Artifact (`source` names it in error messages)."""
+    """Compile trg-1 source text into an Artifact (`source` names it in error messages);
+    `cache` as in `compile_schema` (`trgc.compiler.cache`)."""
     from trgc.grammar.parser import parse_grammar
 
     limits = limits or DEFAULT_LIMITS
+    identity = None if cache is None else text_identity("trg", text)
     try:
-        grammar = parse_grammar(text, limits=limits, source=source)
-        return compile_ast(grammar, limits=limits, strict=strict)
+        return cached_compile(
+            cache, identity, {"strict": strict}, limits,
+            lambda: compile_ast(parse_grammar(text, limits=limits, source=source),
+                                limits=limits, strict=strict),
+        )  # fmt: skip
     except TrgcError as error:
         if error.source is None and source is not None:
             error.source = source

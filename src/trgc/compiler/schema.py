@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from trgc.artifact.model import Artifact
 from trgc.compiler.build import compile_ast
+from trgc.compiler.cache import EntryStore, cached_compile, schema_identity
 from trgc.errors import TrgcError
 from trgc.grammar.schema import DEFAULT_MAX_DEPTH, load_schema, lower_schema
 from trgc.grammar.schema.whitespace import DEFAULT_MAX_WHITESPACE
@@ -28,6 +29,7 @@ def compile_schema(
     ignore_keywords: tuple[str, ...] = (),
     unknown_keywords: str = "error",
     member_order: str = "declared",
+    cache: EntryStore | None = None,
 ) -> Artifact:
     """Compile a JSON Schema (a parsed object, JSON text or bytes) into an Artifact.
 
@@ -40,35 +42,50 @@ def compile_schema(
     they change its identity. `member_order="any"` admits the declared members of objects of
     at most six of them in any order (recorded too); "declared" (the default) keeps the
     declared order, the order a generator writes.
+
+    `cache` (a `trgc.engine.diskcache.DiskCache`, e.g. `open_cache()`) keeps compiled
+    artifacts keyed by the schema's SHA-256 (of its text, or of a parsed value's sorted-key
+    JSON), these options, the limits and the compiler
+    version (`trgc.compiler.cache`): a schema compiled before, in any process, is read back
+    and verified instead of compiled.
     """
     limits = limits or DEFAULT_LIMITS
+    options = {"whitespace": whitespace, "separators": separators,
+               "max_whitespace": max_whitespace, "open_objects": open_objects,
+               "max_depth": max_depth, "ignore_keywords": list(ignore_keywords),
+               "unknown_keywords": unknown_keywords, "member_order": member_order}  # fmt: skip
     try:
-        value, digest = load_schema(schema, limits)
-        grammar = lower_schema(
-            value,
-            whitespace=whitespace,
-            separators=separators,
-            max_whitespace=max_whitespace,
-            open_objects=open_objects,
-            max_depth=max_depth,
-            limits=limits,
-            source_sha256=digest,
-            ignore_keywords=tuple(ignore_keywords),
-            unknown_keywords=unknown_keywords,
-            member_order=member_order,
-        )
-        try:
-            return compile_ast(grammar, limits=limits)
-        except TrgcError as error:
-            if error.code != "E_EMPTY_LANGUAGE":
-                raise
-            # the intersections a schema's keywords compile to left no string at all
-            raise TrgcError(
-                "E_UNSATISFIABLE",
-                "no JSON value satisfies the schema within the trj-1 profile: its constraints "
-                "have an empty intersection",
-                pointer=error.pointer,
-            ) from None
+
+        def compile_now() -> Artifact:
+            value, digest = load_schema(schema, limits)
+            grammar = lower_schema(
+                value,
+                whitespace=whitespace,
+                separators=separators,
+                max_whitespace=max_whitespace,
+                open_objects=open_objects,
+                max_depth=max_depth,
+                limits=limits,
+                source_sha256=digest,
+                ignore_keywords=tuple(ignore_keywords),
+                unknown_keywords=unknown_keywords,
+                member_order=member_order,
+            )
+            try:
+                return compile_ast(grammar, limits=limits)
+            except TrgcError as error:
+                if error.code != "E_EMPTY_LANGUAGE":
+                    raise
+                # the intersections a schema's keywords compile to left no string at all
+                raise TrgcError(
+                    "E_UNSATISFIABLE",
+                    "no JSON value satisfies the schema within the trj-1 profile: its "
+                    "constraints have an empty intersection",
+                    pointer=error.pointer,
+                ) from None
+
+        identity = None if cache is None else schema_identity(schema)
+        return cached_compile(cache, identity, options, limits, compile_now)
     except TrgcError as error:
         if error.source is None and source is not None:
             error.source = source

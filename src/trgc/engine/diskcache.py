@@ -278,6 +278,13 @@ class DiskCache:
         self._publisher: _Publisher | None = None
         self._publisher_lock = threading.Lock()
 
+    @staticmethod
+    def entry_key(
+        kind: str, format: int, tokenizer: str, compiler: str, policy: str, subject: str
+    ) -> EntryKey:
+        """An `EntryKey`, for callers in layers below the engine (`trgc.compiler.cache`)."""
+        return EntryKey(kind, format, tokenizer, compiler, policy, subject)
+
     # -- paths and the ledger -------------------------------------------------------------
     def path_of(self, key: EntryKey) -> Path:
         address = key.address()
@@ -388,19 +395,28 @@ class DiskCache:
         return decode_entry(data, key, path)[1], st.st_mtime
 
     # -- writing --------------------------------------------------------------------------
-    def put(self, key: EntryKey, payload: bytes, *, durable: bool = True) -> bool:
+    def put(
+        self, key: EntryKey, payload: bytes, *, durable: bool = True, replace: bool = False
+    ) -> bool:
         """Publish `payload` under `key` unless it is already there; False when it is larger
         than `max_entry_bytes` or the directory cannot be written (the cache is best effort).
         Publication is atomic either way (a temporary file renamed into place); `durable`
         also fsyncs the file first, so that it survives a power loss. Without it a crash may
         leave a cut entry, which the next read refuses and the caller recomputes: the
-        background publisher writes so, because the fsync is nearly all of a put's cost."""
+        background publisher writes so, because the fsync is nearly all of a put's cost.
+        `replace` publishes over an entry already there (a store that grows, `maskstore`):
+        readers see the old or the new entry whole, and of concurrent writers the last wins."""
         if len(payload) > self.max_entry_bytes:
             self.stats.write_failures += 1
             return False
         path = self.path_of(key)
-        if path.exists():
-            return True
+        try:
+            previous = path.stat().st_size
+        except OSError:
+            previous = 0
+        else:
+            if not replace:
+                return True
         data = encode_entry(key, payload)
         try:
             self._ensure_root()
@@ -409,24 +425,26 @@ class DiskCache:
                 atomic_write(path, data)
             else:
                 _replace_quickly(path, data)
-            self._account(len(data))
+            self._account(len(data) - previous)
         except (OSError, TrgcError):
             self.stats.write_failures += 1
             return False
         self.stats.writes += 1
         return True
 
-    def put_later(self, key: EntryKey, make_payload: Callable[[], bytes]) -> None:
+    def put_later(
+        self, key: EntryKey, make_payload: Callable[[], bytes], *, replace: bool = False
+    ) -> None:
         """Publish `make_payload()` under `key` from a background thread, in a quiet moment
         (`_Publisher`): a `put` costs milliseconds (nearly all of it the fsync), which a decoder
         must not wait for between two masks. The payload is made in that thread too. Entries
         still pending when the interpreter exits are published first (for at most
         `FLUSH_AT_EXIT_SECONDS`); beyond `PENDING_LIMIT` waiting entries new ones are dropped
-        (`stats.dropped`)."""
+        (`stats.dropped`). `replace` as in `put`."""
         with self._publisher_lock:
             if self._publisher is None:
                 self._publisher = _Publisher(self)
-        self._publisher.submit(key, make_payload)
+        self._publisher.submit(key, make_payload, replace)
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until every `put_later` entry is published (or `timeout` seconds); True when
@@ -639,7 +657,7 @@ class _Publisher:
 
     def __init__(self, cache: DiskCache) -> None:
         self.cache = cache
-        self.pending: list[tuple[EntryKey, Callable[[], bytes]]] = []
+        self.pending: list[tuple[EntryKey, Callable[[], bytes], bool]] = []
         self.unfinished = 0  # submitted and not yet published (or failed)
         self.last_submit = 0.0
         self.hurry = 0  # flushes waiting
@@ -648,12 +666,12 @@ class _Publisher:
         thread.start()
         atexit.register(self.flush, FLUSH_AT_EXIT_SECONDS)
 
-    def submit(self, key: EntryKey, make_payload: Callable[[], bytes]) -> None:
+    def submit(self, key: EntryKey, make_payload: Callable[[], bytes], replace: bool) -> None:
         with self.cond:
             if len(self.pending) >= PENDING_LIMIT:
                 self.cache.stats.dropped += 1
                 return
-            self.pending.append((key, make_payload))
+            self.pending.append((key, make_payload, replace))
             self.unfinished += 1
             self.last_submit = time.monotonic()
 
@@ -666,11 +684,11 @@ class _Publisher:
                     self.cond.wait(QUIET_SECONDS)
                 batch, self.pending = self.pending, []
             done = 0
-            for key, make_payload in batch:
+            for key, make_payload, replace in batch:
                 if not self.hurry and time.monotonic() - self.last_submit < QUIET_SECONDS:
                     break  # the decoder is busy again: the rest waits for the next quiet moment
                 try:
-                    self.cache.put(key, make_payload(), durable=False)
+                    self.cache.put(key, make_payload(), durable=False, replace=replace)
                 except Exception:  # noqa: BLE001 - best effort: a payload that cannot be made is skipped
                     self.cache.stats.write_failures += 1
                 done += 1

@@ -12,8 +12,12 @@ top frame (what that frame decides on its own: from the `FrameMasks`, or keyed b
 residual in the `MaskCache` and the optional `DiskCache`, shared with every artifact and
 process whose frames have the same residual, or computed now and shared) plus a check of the
 context-dependent remainder against the live stack; near `max_depth` a full trie walk.
-`last_source` says which: "cache", "frame" (entry reused, precomputed row included), "disk"
-(entry read from the disk cache) or "walk" (a trie walk ran).
+With a `DiskCache`, the matcher's `MaskStore` (`trgc.engine.maskstore`) comes first: the
+masks earlier processes computed for the same artifact and tokenizer, loaded when the matcher
+is made, so a configuration seen before is a lookup; masks computed now are added to it and
+republished in the background. `last_source` says where the last mask came from: "store",
+"cache", "frame" (entry reused, precomputed row included), "disk" (entry read from the disk
+cache) or "walk" (a trie walk ran).
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ from trgc.engine.diskcache import DiskCache
 from trgc.engine.framecache import entry_for
 from trgc.engine.inputs import as_artifact, as_token_table
 from trgc.engine.kernel import Scratch, add_symbol_tokens, mask_words
+from trgc.engine.maskstore import shared_store
 from trgc.engine.precompute import FrameEntry, FrameMasks, combine, plain_states
 from trgc.errors import TrgcError
 
@@ -57,8 +62,10 @@ class Matcher:
     `precomputed` an optional `FrameMasks` from `trgc masks precompute` (`trgc.load_masks`)
     for the same artifact, tokenizer and compiler version (`E_CACHE_MISMATCH` otherwise); a
     `FrameMasks` passed as `cache` is taken as `precomputed`; `disk_cache` an optional
-    `trgc.engine.diskcache.DiskCache` (`open_cache()`) whose frame entries are read on a miss
-    of `cache` and where new ones are published in the background. A grammar naming a special
+    `trgc.engine.diskcache.DiskCache` (`open_cache()`) holding the mask store of this
+    artifact and tokenizer (read first) and frame entries (read on a miss of `cache`); new
+    masks and entries are published there in the background; `store_masks=False` shares frame
+    entries only. A grammar naming a special
     token the tokenizer lacks raises `E_SPECIAL_TOKEN_MISSING`.
 
     `artifact` may also be the path of an artifact file, `tokenizer` a path or a live
@@ -73,6 +80,7 @@ class Matcher:
         cache: MaskCache | FrameMasks | None = None,
         precomputed: FrameMasks | None = None,
         disk_cache: DiskCache | None = None,
+        store_masks: bool = True,
     ) -> None:
         self._binding = bind(as_artifact(artifact), as_token_table(tokenizer))
         if isinstance(cache, FrameMasks):
@@ -88,15 +96,24 @@ class Matcher:
                 hint="trgc.engine.diskcache.open_cache() opens the default cache directory",
             )
         self._disk = disk_cache
+        # the masks earlier processes computed for this binding (`trgc.engine.maskstore`)
+        self._store = (
+            shared_store(self._binding, disk_cache, self._cache)
+            if disk_cache is not None and store_masks
+            else None
+        )
         self._direct = None if precomputed is None else precomputed.direct(self._binding)
         self._n_words = self._binding.n_words
         self._view_of: np.ndarray | None = None  # the words `_view` is the int32 view of
         self._view: np.ndarray | None = None
+        self._filled: np.ndarray | None = None  # the numpy buffer last filled, and its row
+        self._filled_index = -1
+        self._filled_row: tuple = ()
         self._scratch = Scratch(self._binding)
         self._plain = plain_states(self._binding)
         self._longest = self._binding.trie_depth  # counters are clipped with the longest token
         self._history: list[Config | None] = [START]
-        self.last_source = ""  # where the last mask came from: cache, frame, disk or walk
+        self.last_source = ""  # where the last mask came from: store, cache, frame, disk, walk
 
     # -- state ---------------------------------------------------------------------------
     @property
@@ -163,27 +180,49 @@ class Matcher:
                 if (closed or len(config) == 1) and below + height <= direct.max_depth:
                     self.last_source = "frame"
                     return row
-        key = (*binding.key, None if config is None else mask_key(config, self._longest))
+        if config is None:
+            key = (*binding.key, None)
+            words = self._cache.get(key)
+            self.last_source = "cache"
+            if words is None:
+                self.last_source = "walk"
+                words = self._cache.put(key, mask_words(binding, config, self._scratch), 0)
+            return words
+        # a frame without counters is its own key: the common case skips `mask_key`
+        mkey = config if max(config) <= STATE_MASK else mask_key(config, self._longest)
+        store = self._store
+        if store is not None:
+            words = store.masks.get(mkey)
+            if words is not None:
+                self.last_source = "store"
+                return words
+        key = (*binding.key, mkey)
         words = self._cache.get(key)
         if words is not None:
             self.last_source = "cache"
-            return words
-        if config is None:
+        else:
+            words = self._compute(config, key)
+        if store is not None:
+            store.add(mkey, words)
+        return words
+
+    def _compute(self, config: Config, key: tuple) -> np.ndarray:
+        """The mask at `config` from the top frame's entry (kept in the in-memory cache under
+        `key` unless it is that entry's accept set itself), or from a full walk."""
+        binding = self._binding
+        self.last_source = "frame"
+        entry = self._frame(config[-1])
+        alone = len(config) == 1 or not entry.open_roots.size  # nothing below is walked
+        if alone and self._plain[config[-1] & STATE_MASK]:
+            below = 0 if len(config) == 1 else depth(binding.tables, config[:-1])
+            if below + entry.height <= binding.tables.max_depth:
+                return entry.accept  # the whole mask, as a direct row is (`DirectRows`)
+        words = combine(binding, entry, config, self._scratch)
+        if words is None:
+            self.last_source = "walk"
             words = mask_words(binding, config, self._scratch)
         else:
-            self.last_source = "frame"
-            entry = self._frame(config[-1])
-            alone = len(config) == 1 or not entry.open_roots.size  # nothing below is walked
-            if alone and self._plain[config[-1] & STATE_MASK]:
-                below = 0 if len(config) == 1 else depth(binding.tables, config[:-1])
-                if below + entry.height <= binding.tables.max_depth:
-                    return entry.accept  # the whole mask, as a direct row is (`DirectRows`)
-            words = combine(binding, entry, config, self._scratch)
-            if words is None:
-                self.last_source = "walk"
-                words = mask_words(binding, config, self._scratch)
-            else:
-                add_symbol_tokens(binding, config, words)
+            add_symbol_tokens(binding, config, words)
         return self._cache.put(key, words, words.nbytes)
 
     def allowed_tokens(self) -> np.ndarray:
@@ -199,27 +238,42 @@ class Matcher:
         buffer, without allocating. The buffer is a numpy array or a CPU torch tensor (written
         through a numpy view of its memory); a buffer wider than the mask (a model vocabulary
         padded past the tokenizer's) gets 0 words, so the extra ids are never allowed."""
+        if buffer is self._filled and index == self._filled_index and buffer.flags.writeable:
+            head, tail = self._filled_row  # the numpy buffer of the last call, checked then
+        else:
+            head, tail = self._checked_row(buffer, index)
+        words = self._words()
+        if words is not self._view_of:  # consecutive masks are often the same array
+            self._view_of, self._view = words, words.view(np.int32)
+        np.copyto(head, self._view)
+        if tail is not None:
+            tail.fill(0)
+
+    def _checked_row(self, buffer: Any, index: int) -> tuple[np.ndarray, np.ndarray | None]:
+        """Row `index` of a bitmask buffer as its first `n_words` words and the rest (None
+        when there is none), after every check `fill_bitmask` documents. A numpy buffer is
+        remembered with its row (its shape and dtype cannot change), so a decoder filling one
+        buffer again and again is checked once; a torch tensor is checked every time (it may
+        be resized in place)."""
         expected = self._n_words
-        buffer = _numpy_view(buffer)
-        if buffer.dtype != np.int32:
-            raise TrgcError("E_BITMASK_BUFFER", f"expected dtype int32, got {buffer.dtype}")
-        shape = buffer.shape
+        array = _numpy_view(buffer)
+        if array.dtype != np.int32:
+            raise TrgcError("E_BITMASK_BUFFER", f"expected dtype int32, got {array.dtype}")
+        shape = array.shape
         if len(shape) != 2 or shape[1] < expected:
             raise TrgcError(
                 "E_BITMASK_BUFFER", f"expected shape (batch, >= {expected}), got {shape}"
             )
-        flags = buffer.flags
+        flags = array.flags
         if not flags.c_contiguous or not flags.writeable:
             raise TrgcError("E_BITMASK_BUFFER", "expected a writeable C-contiguous buffer")
         if not 0 <= index < shape[0]:
             raise TrgcError("E_BITMASK_BUFFER", f"expected index in [0, {shape[0]}), got {index}")
-        words = self._words()
-        if words is not self._view_of:  # consecutive masks are often the same array
-            self._view_of, self._view = words, words.view(np.int32)
-        row = buffer[index]
-        row[:expected] = self._view
-        if shape[1] > expected:
-            row[expected:] = 0
+        row = array[index]
+        parts = (row[:expected], row[expected:] if shape[1] > expected else None)
+        if array is buffer:
+            self._filled, self._filled_index, self._filled_row = buffer, index, parts
+        return parts
 
     def is_allowed(self, token_id: int) -> bool:
         """Whether `token_id` may be advanced now (without computing the whole mask)."""

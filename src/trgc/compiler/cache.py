@@ -1,0 +1,156 @@
+"""The artifact cache: compiled artifacts kept in a `DiskCache`, keyed by what defines them.
+
+An artifact is a function of its source bytes, every compile option, the limits and the
+compiler version, so a source compiled again (a runtime that sees the same schema in another
+process) is a read instead of a compile. The entry's key (`EntryKey` of kind `artifact`)
+names the artifact format version and the compiler version; its subject is the SHA-256 of
+the canonical JSON of the source kind, the source's SHA-256, the options and the limits. The
+payload is the artifact's canonical bytes.
+
+Nothing read is trusted blindly: the `DiskCache` checks the entry's digest and the key stored
+inside it, then the payload is decoded with every check `trgc.artifact.codec.decode` makes
+and its metadata must name the same source hash, limits and compiler version. A payload that
+fails is refused (`E_CACHE_ENTRY_PAYLOAD`, counted and removed) and the source is compiled
+again. New artifacts are published in the background (`DiskCache.put_later`): a compile does
+not wait for the cache's file system.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from collections.abc import Callable
+from typing import Any, Protocol, runtime_checkable
+
+from trgc.artifact.codec import FORMAT_VERSION, encode, from_canonical
+from trgc.artifact.model import Artifact
+from trgc.errors import TrgcError
+from trgc.limits import Limits
+
+KIND = "artifact"
+
+
+@runtime_checkable
+class EntryStore(Protocol):
+    """What this module needs of a cache: `trgc.engine.diskcache.DiskCache` (the compiler layer
+    sits below the engine, so it names the cache by its methods, not by its class)."""
+
+    def entry_key(self, kind: str, format: int, tokenizer: str, compiler: str, policy: str,
+                  subject: str) -> Any: ...  # fmt: skip
+    def get(self, key: Any) -> bytes | None: ...
+    def put_later(self, key: Any, make_payload: Callable[[], bytes]) -> None: ...
+    def discard(self, key: Any, error: TrgcError) -> None: ...
+    def path_of(self, key: Any) -> Any: ...
+
+
+@functools.lru_cache(maxsize=64)
+def _limits_dict(limits: Limits) -> dict[str, int]:
+    """`limits.to_dict()`, memoised (a cache hit costs about a millisecond, and `asdict` deep-
+    copies; the dict is only read)."""
+    return limits.to_dict()
+
+
+def artifact_key(
+    cache: EntryStore, source_kind: str, source_sha256: str, options: dict, limits: Limits
+) -> Any:
+    """The key in `cache` of the artifact compiled from a source (`source_sha256`: hex SHA-256
+    of its bytes) with `options` (JSON values only) and `limits`."""
+    from trgc import __version__
+
+    defining = {"source_kind": source_kind, "source_sha256": source_sha256, "options": options,
+                "limits": _limits_dict(limits)}  # fmt: skip
+    canonical = json.dumps(defining, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    subject = hashlib.sha256(canonical.encode()).hexdigest()
+    return cache.entry_key(KIND, FORMAT_VERSION, "", __version__, "", subject)
+
+
+def text_identity(source_kind: str, text: object) -> tuple[str, str, str] | None:
+    """(source kind, SHA-256 of the text's bytes, the same as the artifact's source hash) of
+    source text or bytes; None for anything else (the compiler reports its type)."""
+    if isinstance(text, str):
+        data = text.encode("utf-8", "surrogatepass")
+    elif isinstance(text, bytes | bytearray | memoryview):
+        data = bytes(text)
+    else:
+        return None
+    digest = hashlib.sha256(data).hexdigest()
+    return source_kind, digest, digest
+
+
+def schema_identity(schema: object) -> tuple[str, str, str | None] | None:
+    """(source kind, key digest, the artifact's source_sha256 or None when unknown) of a
+    schema as `compile_schema` takes it, computed without parsing it the compiler's way: text
+    and bytes by the SHA-256 of their bytes (the artifact's own source hash); a parsed value
+    by the SHA-256 of its sorted-key JSON text, when that text reads back as an equal value
+    (else None: such a value is compiled without the cache). The canonical JSON the artifact's
+    source hash is taken over costs 0.1-2 ms in Python, more than the whole cache hit."""
+    if not isinstance(schema, dict | bool):
+        return text_identity("trj", schema)
+    try:
+        text = json.dumps(schema, sort_keys=True, separators=(",", ":"), allow_nan=False)
+        if json.loads(text) != schema:
+            return None  # lossy: keys that are not strings, tuples, ...
+    except (TypeError, ValueError, RecursionError):
+        return None
+    return "trj-value", hashlib.sha256(text.encode()).hexdigest(), None
+
+
+def _verified(payload: bytes, source_sha256: str | None, limits: Limits) -> Artifact:
+    """The artifact in `payload`, decoded and checked against what its key promises."""
+    from trgc import __version__
+
+    artifact = from_canonical(payload, limits=limits)
+    metadata = artifact.metadata
+    if source_sha256 is not None and metadata.get("source_sha256") not in (
+        None,
+        "sha256:" + source_sha256,
+    ):
+        raise TrgcError("E_CACHE_ENTRY_PAYLOAD", "the cached artifact names another source")
+    if metadata.get("limits") != _limits_dict(limits):
+        raise TrgcError(
+            "E_CACHE_ENTRY_PAYLOAD", "the cached artifact was compiled with other limits"
+        )
+    if (metadata.get("compiler") or {}).get("version") != __version__:
+        raise TrgcError("E_CACHE_ENTRY_PAYLOAD", "the cached artifact names another compiler")
+    return artifact
+
+
+def cached_compile(
+    cache: EntryStore | None,
+    identity: tuple[str, str, str | None] | None,
+    options: dict,
+    limits: Limits,
+    compile_now: Callable[[], Artifact],
+) -> Artifact:
+    """The artifact of `identity` (source kind, key digest, expected source hash or None),
+    `options` and `limits` from `cache` when it is there and passes every check, else
+    `compile_now()`, then published in the background. Without a cache or an identity:
+    `compile_now()`."""
+    if cache is None or identity is None:
+        return compile_now()
+    if not isinstance(cache, EntryStore):
+        raise TrgcError(
+            "E_ARGUMENT_TYPE",
+            f"cache: expected a DiskCache or None, got {type(cache).__name__}",
+            hint="trgc.engine.diskcache.open_cache() opens the default cache directory",
+        )
+    source_kind, digest, source_sha256 = identity
+    key = artifact_key(cache, source_kind, digest, options, limits)
+    payload = cache.get(key)
+    if payload is not None:
+        try:
+            return _verified(payload, source_sha256, limits)
+        except TrgcError as error:
+            cache.discard(
+                key,
+                TrgcError(
+                    "E_CACHE_ENTRY_PAYLOAD",
+                    f"cache entry refused: {error.message}",
+                    source=str(cache.path_of(key)),
+                    hint="the entry was removed; the source is compiled again",
+                ),
+            )
+    artifact = compile_now()
+    cache.put_later(key, lambda: encode(artifact))
+    return artifact

@@ -1,0 +1,315 @@
+"""The mask store (`trgc.engine.maskstore`): masks one process computed are read back by the
+next as lookups, equal to the reference masker's at every step of a seeded walk on the Llama-3
+vocabulary, and a corrupted, foreign or unsound store is refused with its code and the masks
+computed again."""
+
+from __future__ import annotations
+
+import functools
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import trgc
+from engine_fixtures import ROOT
+from trgc.engine import kernel, maskstore, reference
+from trgc.engine.binding import bind
+from trgc.engine.cache import MaskCache
+from trgc.engine.config import mask_key
+from trgc.engine.diskcache import DiskCache, encode_entry
+from trgc.engine.maskstore import MaskStore, decode_store, encode_store, store_key
+from trgc.engine.matcher import Matcher
+
+LLAMA3 = ROOT.parent / "shared" / "tokenizers" / "llama3" / "tokenizer.json.zst"
+GPT2 = ROOT.parent / "shared" / "tokenizers" / "gpt2" / "encoder.json.zst"
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "integer"},
+        "name": {"type": "string", "maxLength": 12},
+        "kind": {"enum": ["alpha", "beta", "gamma"]},
+        "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 3},
+        "ok": {"type": "boolean"},
+    },
+    "required": ["id", "name", "kind", "tags", "ok"],
+}
+STEPS = 48
+SAMPLE = 300
+
+
+@functools.cache
+def llama3():
+    if not LLAMA3.is_file():
+        pytest.skip(f"the Llama-3 tokenizer is missing: {LLAMA3}")
+    return trgc.load_tokenizer(LLAMA3)
+
+
+def fresh_matcher(disk: DiskCache | None) -> Matcher:
+    """A matcher as a new process makes it: a new artifact object (no memoised binding) and
+    a new in-memory cache."""
+    return Matcher(trgc.compile_schema(SCHEMA), llama3(), cache=MaskCache(), disk_cache=disk)
+
+
+def seeded_walk(m: Matcher, seed: int) -> list[int]:
+    """Advance `m` by up to STEPS tokens, each drawn from the allowed byte tokens."""
+    rng = np.random.default_rng(seed)
+    b = m._binding
+    tokens = []
+    for _ in range(STEPS):
+        allowed = np.flatnonzero(m.allowed_tokens() & b.byte_token)
+        if not allowed.size:
+            break
+        token = int(rng.choice(allowed))
+        m.advance(token)
+        tokens.append(token)
+    return tokens
+
+
+def check_against_reference(m: Matcher, mask: np.ndarray, rng, whole: bool) -> None:
+    b, config = m._binding, m.config
+    assert (kernel.allowed_mask(b, config) == mask).all(), config
+    if whole:
+        assert (reference.allowed_mask(b, config) == mask).all(), config
+        return
+    allowed = np.flatnonzero(mask & b.byte_token)
+    others = np.flatnonzero(b.byte_token)
+    sample = np.unique(np.concatenate([
+        rng.choice(allowed, min(SAMPLE, allowed.size), replace=False) if allowed.size else allowed,
+        rng.choice(others, SAMPLE, replace=False), b.eos_ids.astype(np.int64),
+    ]))  # fmt: skip
+    expected = reference.allowed_mask(b, config, sample.tolist())
+    assert (expected[sample] == mask[sample]).all(), config
+
+
+def populate(root) -> list[int]:
+    disk = DiskCache(root)
+    tokens = seeded_walk(fresh_matcher(disk), seed=7)
+    assert disk.flush(60) and disk.stats.writes >= 1
+    return tokens
+
+
+def replay(disk: DiskCache, tokens: list[int], rng=None) -> list[str]:
+    """Every source of a fresh matcher's masks along `tokens`; with `rng`, each mask is also
+    checked against the kernel and the reference masker."""
+    m = fresh_matcher(disk)
+    sources = []
+    for i in range(len(tokens) + 1):
+        mask = m.allowed_tokens()
+        sources.append(m.last_source)
+        if rng is not None:
+            check_against_reference(m, mask, rng, whole=i == 0)
+        if i < len(tokens):
+            m.advance(tokens[i])
+    return sources
+
+
+def test_a_new_process_reads_every_mask_from_the_store(tmp_path):
+    tokens = populate(tmp_path)
+    assert len(tokens) >= 20  # the walk ends early once the document is complete
+    disk = DiskCache(tmp_path)
+    sources = replay(disk, tokens, np.random.default_rng(11))
+    assert set(sources) == {"store"}, sources
+    assert disk.stats.refused == {}
+
+
+def test_the_store_grows_with_new_configurations(tmp_path):
+    tokens = populate(tmp_path)
+    disk = DiskCache(tmp_path)
+    m = fresh_matcher(disk)
+    before = len(m._store.masks)
+    other = seeded_walk(m, seed=8)  # another walk: configurations the store has not seen
+    assert disk.flush(60)
+    after = len(fresh_matcher(DiskCache(tmp_path))._store.masks)
+    assert after > before
+    assert set(replay(DiskCache(tmp_path), other)) == {"store"}
+    assert set(replay(DiskCache(tmp_path), tokens)) == {"store"}
+    assert DiskCache(tmp_path).info().kinds["masks"]["entries"] == 1
+
+
+def store_path(root) -> tuple[DiskCache, object]:
+    disk = DiskCache(root)
+    key = store_key(bind(trgc.compile_schema(SCHEMA), llama3()))
+    assert disk.path_of(key).is_file()
+    return disk, key
+
+
+def test_a_corrupted_store_is_refused_and_masks_computed_again(tmp_path):
+    tokens = populate(tmp_path)
+    disk, key = store_path(tmp_path)
+    path = disk.path_of(key)
+    data = bytearray(path.read_bytes())
+    data[len(data) - 100] ^= 0x01
+    path.write_bytes(bytes(data))
+    sources = replay(disk, tokens, np.random.default_rng(12))
+    assert "store" not in sources
+    assert disk.stats.refused == {"E_CACHE_ENTRY_CORRUPT": 1}
+
+
+def sound_masks(root) -> dict:
+    disk, key = store_path(root)
+    b = bind(trgc.compile_schema(SCHEMA), llama3())
+    return decode_store(b, disk.get(key))
+
+
+def tampered(masks: dict, how: str, b) -> bytes:
+    import zstandard
+
+    masks = {k: v.copy() for k, v in masks.items()}
+    first = min(masks)
+    if how == "garbage":
+        return b"\x28\xb5\x2f\xfd garbage"
+    if how == "a token never allowed":
+        possible = b.byte_token.copy()
+        possible[b.eos_ids] = True
+        never = int(np.flatnonzero(~possible)[0])
+        masks[first][never // 32] |= np.uint32(1 << (never % 32))
+    elif how == "state of no artifact":
+        masks[(first[0] + 10**6,)] = masks[first]
+    elif how == "unclipped counter":
+        masks[(first[0] | (0x7FFF << 32),)] = masks[first]
+    elif how == "another width":
+        masks = {k: np.concatenate([v, v[:1]]) for k, v in masks.items()}
+    payload = encode_store(len(next(iter(masks.values()))), masks)
+    if how == "unsorted":
+        body = bytearray(zstandard.ZstdDecompressor().decompress(payload))
+        head = maskstore._HEAD.size
+        n_configs = maskstore._HEAD.unpack_from(body)[2]
+        frames = head + 4 * n_configs
+        lengths = np.frombuffer(bytes(body[head:frames]), dtype="<u4")
+        assert (lengths[:2] == 1).all()  # swap the first two one-frame configurations
+        body[frames : frames + 8], body[frames + 8 : frames + 16] = (
+            body[frames + 8 : frames + 16], body[frames : frames + 8],
+        )  # fmt: skip
+        payload = zstandard.ZstdCompressor().compress(bytes(body))
+    return payload
+
+
+@pytest.mark.parametrize(
+    "how",
+    ["garbage", "a token never allowed", "state of no artifact", "unclipped counter",
+     "another width", "unsorted"],
+)  # fmt: skip
+def test_an_unsound_store_payload_is_refused_and_masks_computed_again(tmp_path, how):
+    tokens = populate(tmp_path)
+    masks = sound_masks(tmp_path)
+    disk, key = store_path(tmp_path)
+    b = bind(trgc.compile_schema(SCHEMA), llama3())
+    disk.path_of(key).write_bytes(encode_entry(key, tampered(masks, how, b)))
+    with pytest.raises(trgc.TrgcError) as info:
+        decode_store(b, disk.get(key))
+    assert info.value.code == "E_CACHE_ENTRY_PAYLOAD"
+    disk = DiskCache(tmp_path)
+    sources = replay(disk, tokens[:12], np.random.default_rng(13))
+    assert "store" not in sources
+    assert disk.stats.refused == {"E_CACHE_ENTRY_PAYLOAD": 1}
+    assert disk.stats.last_refusal.source == str(disk.path_of(key))
+    assert disk.flush(60)  # a sound store was published again
+    assert set(replay(DiskCache(tmp_path), tokens[:12])) == {"store"}
+
+
+def test_a_store_of_another_artifact_is_foreign(tmp_path):
+    populate(tmp_path)
+    disk, key = store_path(tmp_path)
+    other = store_key(bind(trgc.compile_schema({"type": "array"}), llama3()))
+    assert other != key
+    disk.path_of(other).parent.mkdir(parents=True, exist_ok=True)
+    disk.path_of(other).write_bytes(disk.path_of(key).read_bytes())
+    m = Matcher(trgc.compile_schema({"type": "array"}), llama3(), disk_cache=disk)
+    assert m._store.masks == {}
+    assert disk.stats.refused == {"E_CACHE_ENTRY_FOREIGN": 1}
+
+
+def test_same_masks_same_bytes(tmp_path):
+    populate(tmp_path)
+    masks = sound_masks(tmp_path)
+    n_words = len(next(iter(masks.values())))
+    reversed_order = dict(reversed(list(masks.items())))
+    assert encode_store(n_words, masks) == encode_store(n_words, reversed_order)
+    b = bind(trgc.compile_schema(SCHEMA), llama3())
+    again = decode_store(b, encode_store(n_words, masks))
+    assert again.keys() == masks.keys()
+    assert all((again[k] == masks[k]).all() for k in masks)
+
+
+def test_matchers_sharing_a_memory_cache_share_one_store(tmp_path):
+    """A server's matchers (one `MaskCache`) load the store once and extend it together: the
+    masks the second computed are in the first's store and in the one published."""
+    tokens = populate(tmp_path)
+    disk, shared = DiskCache(tmp_path), MaskCache()
+    art = trgc.compile_schema(SCHEMA)
+    first = Matcher(art, llama3(), cache=shared, disk_cache=disk)
+    second = Matcher(trgc.compile_schema(SCHEMA), llama3(), cache=shared, disk_cache=disk)
+    assert first._store is second._store and disk.stats.hits == 1
+    loaded = len(first._store.masks)
+    other = seeded_walk(second, seed=9)
+    assert len(first._store.masks) > loaded
+    assert disk.flush(60)
+    assert set(replay(DiskCache(tmp_path), other)) == {"store"}
+    assert set(replay(DiskCache(tmp_path), tokens)) == {"store"}
+    alone = Matcher(art, llama3(), cache=MaskCache(), disk_cache=disk)
+    assert alone._store is not first._store
+
+
+def test_the_store_is_bounded(tmp_path, monkeypatch):
+    monkeypatch.setattr(maskstore, "MAX_CONFIGS", 5)
+    disk = DiskCache(tmp_path)
+    m = fresh_matcher(disk)
+    seeded_walk(m, seed=7)
+    assert len(m._store.masks) == 5
+    assert disk.flush(60)
+    assert len(MaskStore(m._binding, DiskCache(tmp_path)).masks) == 5
+
+
+def test_store_keys_are_mask_keys(tmp_path):
+    """A configuration is stored under its `mask_key` (counters clipped), the identity the
+    masks depend on, so configurations that differ only past the clip share one mask."""
+    disk = DiskCache(tmp_path)
+    m = fresh_matcher(disk)
+    seeded_walk(m, seed=7)
+    longest = m._binding.trie_depth
+    for config in m._history:
+        if config is not None:
+            assert mask_key(config, longest) in m._store.masks
+
+
+CHILD = """
+import json, sys
+import numpy as np
+import trgc
+from trgc.engine.diskcache import DiskCache
+disk = DiskCache(sys.argv[1])
+art = trgc.compile_schema(json.loads(sys.argv[3]), cache=disk)
+m = trgc.Matcher(art, trgc.load_tokenizer(sys.argv[2]), disk_cache=disk)
+out = []
+for token in json.loads(sys.argv[4]):
+    mask = m.allowed_tokens()
+    out.append([m.last_source, np.flatnonzero(mask).tolist()])
+    m.advance(token)
+disk.flush(60)
+print(json.dumps({"masks": out, "hits": disk.stats.hits}))
+"""
+
+
+def test_two_real_processes_share_artifact_and_masks(tmp_path):
+    """The first process compiles and computes; the second reads the artifact and every
+    mask from the cache directory, and they are the same masks."""
+    if not GPT2.is_file():
+        pytest.skip(f"the GPT-2 tokenizer is missing: {GPT2}")
+    m = Matcher(trgc.compile_schema(SCHEMA), trgc.load_tokenizer(GPT2))
+    tokens = seeded_walk(m, seed=3)[:20]
+    runs = []
+    for _ in range(2):
+        done = subprocess.run(
+            [sys.executable, "-c", CHILD, str(tmp_path), str(GPT2), json.dumps(SCHEMA),
+             json.dumps(tokens)],
+            capture_output=True, text=True, check=True, timeout=300,
+        )  # fmt: skip
+        runs.append(json.loads(done.stdout))
+    first, second = runs
+    assert "store" not in {s for s, _ in first["masks"]}
+    assert {s for s, _ in second["masks"]} == {"store"}
+    assert [mask for _, mask in first["masks"]] == [mask for _, mask in second["masks"]]
+    assert second["hits"] >= 2  # the artifact and the store

@@ -51,6 +51,7 @@ from trgc.grammar.schema.normalize import (
 )
 from trgc.grammar.schema.objectkeys import ObjectKeys, presence_predicate
 from trgc.grammar.schema.presence import Members, language, simplify
+from trgc.grammar.schema.products import PENDING, projected_cost, split, take
 from trgc.grammar.schema.refs import resolve, root_base
 from trgc.grammar.schema.values import json_type, value_key
 from trgc.grammar.schema.whitespace import (
@@ -362,6 +363,8 @@ class Lowering(Combinators, ArrayKeywords, MemberOrder):
 
     def _check_keywords(self, v: View, pointer: str) -> None:
         for key, (value, ptr) in v.items():
+            if key == PENDING:  # combinators an allOf merge holds back (their keys were checked)
+                continue
             status = status_of(key)
             if status is None:
                 self._unknown(key, ptr)
@@ -535,6 +538,10 @@ class Lowering(Combinators, ArrayKeywords, MemberOrder):
                     return None
                 v = merged
                 continue
+            moved = take(v)
+            if moved is not None:
+                v = moved
+                continue
             return v
 
     def _inline_ref(self, v: View, seen: set[str]) -> View | None:
@@ -597,8 +604,9 @@ class Lowering(Combinators, ArrayKeywords, MemberOrder):
                         f"{key} inside a branch merged with others (allOf, $ref, if/then, anyOf, "
                         "oneOf, dependentSchemas) only sees that branch's keywords; not supported",
                     )
+        pending: list[View] = []
         for part in parts:
-            for key, entry in part.items():
+            for key, entry in split(part, out, pending).items():
                 if is_annotation(key) or key in CONTAINERS:
                     continue
                 if key == "const":
@@ -635,7 +643,23 @@ class Lowering(Combinators, ArrayKeywords, MemberOrder):
             raise unsupported(
                 "allOf", pointer, "allOf combines prefixItems with item schemas from another branch"
             )
+        if pending:
+            out[PENDING] = (tuple(pending), pointer)
+            self._check_product(out, pointer)
         return out
+
+    def _check_product(self, v: View, pointer: str) -> None:
+        """Refuse, before building, a product of combinators (`trgc.grammar.schema.products`)
+        whose terms times the schema text they lower exceed what is left of the operations
+        limit."""
+        terms, size = projected_cost(v)
+        check_limit(
+            "operations",
+            terms * max(1, size) + len(self.grammar.nodes),
+            self.limits.operations,
+            f"allOf over {len(v[PENDING][0]) + 1} or more anyOf/oneOf/if combinators distributes "
+            f"into {terms:,} terms of about {size:,} schema bytes each (projected operations)",
+        )
 
     def _merge_one(self, key: str, a: tuple, b: tuple, pointer: str) -> tuple | None:
         (x, xp), (y, yp) = a, b

@@ -97,3 +97,44 @@ def test_a_lower_bound_above_one_keeps_the_product_and_says_why_it_is_too_large(
     assert error.code == "E_LIMIT_STATES"
     assert error.pointer == "/maxProperties"
     assert "minProperties" in error.message and "minProperties at most 1" in error.hint
+
+
+@pytest.mark.parametrize(
+    ("schema", "options"),
+    [
+        (
+            {
+                "type": "object",
+                "properties": {"a": {"type": "integer"}},
+                "patternProperties": {"^x": {"type": "integer"}},
+                "additionalProperties": False,
+                "maxProperties": 3,
+            },
+            {},
+        ),
+        (
+            {
+                "type": "object",
+                "properties": {"a": {"type": "integer"}, "b": {"type": "null"}},
+                "maxProperties": 3,
+            },
+            {"open_objects": True},
+        ),
+    ],
+)
+def test_pattern_and_open_members_are_counted_too(schema, options):
+    art = trgc.compile_schema(schema, separators="compact", **options)
+    validator = jsonschema.Draft202012Validator(schema)
+    docs = [
+        {},
+        {"a": 1},
+        {"a": 1, "x1": 2, "x2": 3},
+        {"a": 1, "x1": 2, "x2": 3, "x3": 4},
+        {"x1": 2, "x2": 3, "x3": 4},
+        {"x1": 2, "x2": 3, "x3": 4, "x4": 1},
+        {"a": 1, "b": None, "x1": 1},
+        {"a": 1, "b": None, "x1": 1, "x2": 1},
+    ]
+    for value in docs:
+        text = json.dumps(value, separators=(",", ":")).encode()
+        assert trgc.check(art, text).accepted == validator.is_valid(value), text

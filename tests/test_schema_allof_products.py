@@ -15,8 +15,9 @@ import jsonschema
 import pytest
 
 import trgc
-from schema_helpers import compiled
+from schema_helpers import CORPORA, compiled
 from test_schema_soundness import check_samples
+from trgc.evaluation.coverage import read_instances, run_schema
 
 NUMBERS = [-2, 0, 1, 3, 4, 7, 12, 2.5]
 STRINGS = ["", "a", "ab", "abc", "abcd", "x1"]
@@ -223,3 +224,21 @@ def test_equal_combinators_are_merged_once():
     art = trgc.compile_schema({"allOf": [shared] * 30})
     assert trgc.check(art, b"1").accepted
     assert not trgc.check(art, b"null").accepted
+
+
+BENCH = CORPORA / "jsonschemabench"
+UNLOCKED = [  # E_UNSUPPORTED_KEYWORD (allOf) before distribution
+    ("Github_medium", "01fc1272744e5bee.json"),
+    ("JsonSchemaStore", "05ee6c7fb6b382fa.json"),
+]
+
+
+@pytest.mark.skipif(not BENCH.is_dir(), reason=f"the JSONSchemaBench corpus is missing: {BENCH}")
+@pytest.mark.parametrize(("subset", "name"), UNLOCKED)
+def test_real_schemas_unlocked_by_distribution_pass_their_instances(subset, name):
+    instances = read_instances(CORPORA / "jsonschemabench-instances" / f"{subset}.jsonl.gz")
+    result = run_schema(
+        subset, BENCH / subset / name, instances[name], separators="compact", limits=None
+    )
+    assert result.outcome == "compiled"
+    assert result.passes and not result.wrongly_accepted

@@ -126,6 +126,20 @@ CASES = [
         },
         ["0", "1", "7", "12", "-2"],
     ),
+    # an if and its then both references: two $refs met in one merge
+    (
+        {
+            "$defs": {
+                "a": {"properties": {"kind": {"const": "x"}}, "required": ["kind"]},
+                "b": {"properties": {"n": {"type": "integer", "maximum": 3}}},
+            },
+            "type": "object",
+            "properties": {"kind": {"enum": ["x", "y"]}, "n": {"type": "integer"}},
+            "if": {"$ref": "#/$defs/a"},
+            "then": {"$ref": "#/$defs/b"},
+        },
+        ["{}", '{"kind":"y","n":5}', '{"n":5}'],
+    ),
     # dependentSchemas in two branches
     (
         {

@@ -127,7 +127,9 @@ _LOWERING = """\
   `(if ∧ then) ∨ (¬if ∧ else)`. The terms multiply (2 × 3 branches are 6 terms); their number
   times the schema text they lower is checked against the `operations` limit before anything
   is built (`E_LIMIT_OPERATIONS`), and equal combinators reached twice count once. The
-  negation of such a product (a disjunction of negations) is `E_UNSUPPORTED_KEYWORD`.
+  negation of such a product (a disjunction of negations) is `E_UNSUPPORTED_KEYWORD`. Two
+  different `$ref`s met in one merge (an `if` and its `then` both references) are held back
+  the same way: one is merged in, then the other.
 * Each `$ref` target becomes a rule named after its pointer. The compiler inlines the rules that
   are not on a cycle, so a schema without recursion is one DFA; recursive references stay calls,
   and the runtime stack (depth at most `max_depth`, default 32) bounds how deep they nest.

@@ -63,7 +63,7 @@ KEYWORDS: tuple[Keyword, ...] = (
         "allOf",
         SUPPORTED,
         "any",
-        "the branches and the surrounding keywords merged into one schema (each keyword once, or a conjunction: `required` lists, bounds, member and item schemas); branches with different anyOf, oneOf, if/then/else or dependentSchemas (also through `$ref`s) are distributed, one term per combination of branches, the product's size projected against the operations limit before it is built; a negated product is unsupported",
+        "the branches and the surrounding keywords merged into one schema (each keyword once, or a conjunction: `required` lists, bounds, member and item schemas); branches with different anyOf, oneOf, if/then/else or dependentSchemas (also through `$ref`s) are distributed, and two different `$ref`s met in one merge are both merged in, one term per combination of branches, the product's size projected against the operations limit before it is built; a negated product is unsupported",
     ),
     Keyword(
         "$id",

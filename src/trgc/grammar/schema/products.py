@@ -5,7 +5,9 @@ When `allOf` (or `$ref` with siblings) merges parts that each carry a different 
 same kind, the merge cannot put both under one keyword. Conjunction distributes over them
 instead: `allOf(A, anyOf(B, C))` is `anyOf(allOf(A, B), allOf(A, C))`, and likewise for
 `oneOf` (each branch keeps its "exactly one" among its own siblings), `if`/`then`/`else`
-(`(if ∧ then) ∨ (¬if ∧ else)`) and `dependentSchemas`. So the merged view keeps the first
+(`(if ∧ then) ∨ (¬if ∧ else)`) and `dependentSchemas`; two different `$ref`s met in one merge
+(an `if` and its `then` both references) are one reference kept and the other merged in after
+it. So the merged view keeps the first
 combinator of each kind and holds the others, unmerged, under `PENDING`; lowering the kept
 one merges the view's other keywords (`PENDING` too) into each of its branches, and
 `Lowering._expand` then moves a pending combinator into the branch as soon as the branch
@@ -31,6 +33,7 @@ KINDS: tuple[tuple[str, ...], ...] = (
     ("oneOf",),
     ("if", "then", "else"),
     ("dependentSchemas",),
+    ("$ref",),
 )
 
 
@@ -99,6 +102,8 @@ def take(v: View) -> View | None:
 
 def _width(group: View) -> int:
     """How many terms a combinator splits a view into."""
+    if "$ref" in group:  # one more schema to merge in, no alternatives
+        return 1
     if "if" in group:
         return 2
     if "dependentSchemas" in group:

@@ -39,6 +39,7 @@ from decimal import Decimal
 from trgc.errors import TrgcError
 from trgc.grammar.schema import numbers, regex, strings
 from trgc.grammar.schema.normalize import View, assertion_keys
+from trgc.grammar.schema.products import PENDING
 
 MAX_TERMS = 64
 SCALARS = ("null", "boolean", "string", "number", "integer")
@@ -443,6 +444,13 @@ class Combinators:
             raise unsupported("not", pointer, "a negation through a long $ref chain")
         if "$ref" in v:
             raise unsupported("not", pointer, "a negation through a long $ref chain")
+        if PENDING in v:  # ¬(A ∧ B) would be a disjunction of negations
+            raise unsupported(
+                "allOf",
+                v[PENDING][1],
+                "a negation of an allOf whose branches carry different anyOf/oneOf/if "
+                "combinators is not supported",
+            )
         for key in ("not", "if", "dependentSchemas", "allOf"):
             if key in v:
                 raise unsupported(key, v[key][1], f"{key} inside a negation is not supported")

@@ -118,7 +118,18 @@ _LOWERING = """\
   references keep pointing into the original document.
 * `allOf` and `$ref` with sibling keywords (2019-09 and later) are merged into one schema; two
   constraints on one member (or on `items`, `contains`, `additionalProperties`) become a
-  conjunction of both subschemas, lowered by merging in turn.
+  conjunction of both subschemas, lowered by merging in turn. Branches that carry different
+  combinators of one kind (`anyOf`, `oneOf`, `if`/`then`/`else`, `dependentSchemas`, also
+  through `$ref`s) are distributed: `allOf(A, anyOf(B, C))` is `anyOf(allOf(A, B),
+  allOf(A, C))`; the merged schema keeps one combinator of each kind and holds the others
+  back, and each is moved into the branches of the one before as they are lowered. A `oneOf`
+  keeps its own rule (disjoint branches a union, else exactly one), an `if` is
+  `(if ∧ then) ∨ (¬if ∧ else)`. The terms multiply (2 × 3 branches are 6 terms); their number
+  times the schema text they lower is checked against the `operations` limit before anything
+  is built (`E_LIMIT_OPERATIONS`), and equal combinators reached twice count once. The
+  negation of such a product (a disjunction of negations) is `E_UNSUPPORTED_KEYWORD`. Two
+  different `$ref`s met in one merge (an `if` and its `then` both references) are held back
+  the same way: one is merged in, then the other.
 * Each `$ref` target becomes a rule named after its pointer. The compiler inlines the rules that
   are not on a cycle, so a schema without recursion is one DFA; recursive references stay calls,
   and the runtime stack (depth at most `max_depth`, default 32) bounds how deep they nest.
@@ -178,8 +189,15 @@ at a time (a keyword only constrains its own type):
   `E_UNSUPPORTED_KEYWORD` (`minProperties`). An object of additional members only (a map:
   `additionalProperties` or `patternProperties` without `properties`) needs no product: its
   count is a counter, `{` E (`,` E){0,max-1} `}`, so `maxProperties` reaches the repetition
-  limit (2^20); a product counts in states, so beside declared members the bound is limited by
-  the `states` limit.
+  limit (2^20). Beside n declared members, `maxProperties` m > n is a counter too when the
+  lower bound is at most 1 or at most the required members: declared members come first, so
+  an object of more than n members has all its declared ones among its first n; it is n
+  members of the member list (a product with "exactly n members") followed by 1..m-n
+  additional members, counted, and an object of at most n members is the member list
+  intersected with "1..n members" (both alternatives read alike up to the n-th member, where
+  `}` or `,` decides). A higher lower bound keeps the product, which counts in states: one
+  over the `states` limit is refused before it is built (`E_LIMIT_STATES` at
+  `maxProperties`, saying so).
 * `patternProperties`: a declared member also takes the schema of every pattern that may match
   it; additional names form one region per set of patterns they surely match (narrow readings
   intersected with the complements of the wide readings of the others), their value the

@@ -63,7 +63,7 @@ KEYWORDS: tuple[Keyword, ...] = (
         "allOf",
         SUPPORTED,
         "any",
-        "only when the branches and the surrounding keywords merge without conflict (each keyword appears once, or `required` lists)",
+        "the branches and the surrounding keywords merged into one schema (each keyword once, or a conjunction: `required` lists, bounds, member and item schemas); branches with different anyOf, oneOf, if/then/else or dependentSchemas (also through `$ref`s) are distributed, and two different `$ref`s met in one merge are both merged in, one term per combination of branches, the product's size projected against the operations limit before it is built; a negated product is unsupported",
     ),
     Keyword(
         "$id",
@@ -213,7 +213,7 @@ KEYWORDS: tuple[Keyword, ...] = (
         "maxProperties",
         SUPPORTED,
         "object",
-        "exact: as minProperties (a product beside declared members); over a map a counter, up to the repetition limit",
+        "exact: over a map, or beside n declared members when minProperties is at most 1 or at most the required members, a counter beyond the n-th member, up to the repetition limit; otherwise as minProperties (a product, its size projected against the states limit)",
     ),
     Keyword(
         "dependentRequired",

@@ -51,6 +51,8 @@ from trgc.grammar.schema.normalize import (
 )
 from trgc.grammar.schema.objectkeys import ObjectKeys, presence_predicate
 from trgc.grammar.schema.presence import Members, language, simplify
+from trgc.grammar.schema.presence import run as presence_run
+from trgc.grammar.schema.products import PENDING, projected_cost, split, take
 from trgc.grammar.schema.refs import resolve, root_base
 from trgc.grammar.schema.values import json_type, value_key
 from trgc.grammar.schema.whitespace import (
@@ -362,6 +364,8 @@ class Lowering(Combinators, ArrayKeywords, MemberOrder):
 
     def _check_keywords(self, v: View, pointer: str) -> None:
         for key, (value, ptr) in v.items():
+            if key == PENDING:  # combinators an allOf merge holds back (their keys were checked)
+                continue
             status = status_of(key)
             if status is None:
                 self._unknown(key, ptr)
@@ -535,6 +539,10 @@ class Lowering(Combinators, ArrayKeywords, MemberOrder):
                     return None
                 v = merged
                 continue
+            moved = take(v)
+            if moved is not None:
+                v = moved
+                continue
             return v
 
     def _inline_ref(self, v: View, seen: set[str]) -> View | None:
@@ -597,8 +605,9 @@ class Lowering(Combinators, ArrayKeywords, MemberOrder):
                         f"{key} inside a branch merged with others (allOf, $ref, if/then, anyOf, "
                         "oneOf, dependentSchemas) only sees that branch's keywords; not supported",
                     )
+        pending: list[View] = []
         for part in parts:
-            for key, entry in part.items():
+            for key, entry in split(part, out, pending).items():
                 if is_annotation(key) or key in CONTAINERS:
                     continue
                 if key == "const":
@@ -635,7 +644,23 @@ class Lowering(Combinators, ArrayKeywords, MemberOrder):
             raise unsupported(
                 "allOf", pointer, "allOf combines prefixItems with item schemas from another branch"
             )
+        if pending:
+            out[PENDING] = (tuple(pending), pointer)
+            self._check_product(out, pointer)
         return out
+
+    def _check_product(self, v: View, pointer: str) -> None:
+        """Refuse, before building, a product of combinators (`trgc.grammar.schema.products`)
+        whose terms times the schema text they lower exceed what is left of the operations
+        limit."""
+        terms, size = projected_cost(v)
+        check_limit(
+            "operations",
+            terms * max(1, size) + len(self.grammar.nodes),
+            self.limits.operations,
+            f"allOf over {len(v[PENDING][0]) + 1} or more anyOf/oneOf/if combinators distributes "
+            f"into {terms:,} terms of about {size:,} schema bytes each (projected operations)",
+        )
 
     def _merge_one(self, key: str, a: tuple, b: tuple, pointer: str) -> tuple | None:
         (x, xp), (y, yp) = a, b
@@ -1335,12 +1360,13 @@ class Lowering(Combinators, ArrayKeywords, MemberOrder):
             return self._counted_map(
                 extra, pred[1], pred[2], v.get("minProperties", (0, pointer))[1]
             )
-        if self.member_order == "any" and 2 <= len(members) <= MAX_FREE_MEMBERS:
-            body = self._free_member_list(members, extra or None)
-        else:
-            body = self._member_list(members, extra or None)
+        free = self.member_order == "any" and 2 <= len(members) <= MAX_FREE_MEMBERS
         if pred is None:
-            return body
+            return (
+                self._free_member_list(members, extra or None)
+                if free
+                else self._member_list(members, extra or None)
+            )
         forms = [pair for pair, _ in members]
         member_set = Members(
             kept,
@@ -1357,6 +1383,23 @@ class Lowering(Combinators, ArrayKeywords, MemberOrder):
             ),
         )
         folded = simplify(pred, required & set(kept), member_set)
+        if (
+            not free
+            and extra
+            and isinstance(folded, tuple)
+            and folded[0] == "count"
+            and folded[2] is not None
+            and folded[2] > len(kept)
+        ):
+            lo, hi = folded[1], folded[2]
+            if lo <= max(1, len(required & set(kept))):
+                return self._capped_members(members, extra, member_set, hi, empty=lo == 0)
+            self._project_count(hi, len(kept), v.get("maxProperties", (0, pointer))[1])
+        body = (
+            self._free_member_list(members, extra or None)
+            if free
+            else self._member_list(members, extra or None)
+        )
         if folded is True:
             return body
         if folded is False:
@@ -1378,6 +1421,62 @@ class Lowering(Combinators, ArrayKeywords, MemberOrder):
             self._no(pointer, "no object has the members the presence keywords ask for")
             return None
         return b.and_(body, condition, origin=f"{pointer} (member presence)")
+
+    def _capped_members(
+        self,
+        members: list[tuple[tuple[int, int], bool]],
+        extra: list[tuple[int, int]],
+        member_set: Members,
+        hi: int,
+        *,
+        empty: bool,
+    ) -> int:
+        """An object of n declared members (n >= 1) and additional ones, at most `hi` > n
+        members in all, with the bound beyond n a counter instead of a product (so
+        maxProperties may reach the repetition limit beside declared members).
+
+        The declared members come first, so an object with more than n members has all its
+        declared ones among its first n: it is n members of the member list (an automata
+        product with "exactly n members", small since n is) followed by 1..hi-n additional
+        members, counted. Objects of at most n members are the member list intersected with
+        "1..n members". The two alternatives agree up to the n-th member, where `}` ends the
+        first and `,` starts the counted tail of the second, so the choice stays predictive.
+        Both alternatives have a member, so a minProperties of 1 holds in them (`empty`: the
+        object may also be `{}`, when its members are all optional and there is no lower bound)."""
+        b = self.b
+        layout = self.layout
+        n = len(members)
+        inner, leading = self._member_body(members, extra)
+        assert inner is not None
+        upto = presence_run(b, layout, member_set, 1, n)
+        exactly = presence_run(b, layout, member_set, n, n)
+        assert upto is not None and exactly is not None
+        more = member_set.extra(list(member_set.names)) if member_set.extra else None
+        assert more is not None
+        tail = b.rep(b.seq(layout.comma(), more), 1, hi - n, counted=True)
+        some = b.alt(
+            b.and_(inner, upto, origin="member count"),
+            b.seq(b.and_(self._copy(inner), exactly, origin="member count"), tail),
+        )
+        body = b.opt(some) if leading and empty else some
+        return b.seq(layout.token("{"), body, layout.token("}"))
+
+    def _project_count(self, hi: int, declared: int, pointer: str) -> None:
+        """Refuse, before building, a member count product (minProperties above one and
+        above the required members, beside declared and additional members) whose counter
+        states alone would exceed the states limit: one state per count for each member form."""
+        projected = (hi + 1) * (declared + 1)
+        if projected > self.limits.states:
+            raise TrgcError(
+                "E_LIMIT_STATES",
+                f"maxProperties {hi:,} beside {declared} declared members and additional ones, "
+                f"with a minProperties above one that the required members do not meet, is a "
+                f"product of about {projected:,} states, more than the states limit of "
+                f"{self.limits.states:,}",
+                pointer=pointer,
+                hint="with minProperties at most 1 (or at most the number of required members) "
+                "maxProperties is a counter up to the repetition limit; or raise --limit states",
+            )
 
     def _counted_map(
         self, extra: list[tuple[int, int]], lo: int, hi: int | None, lo_ptr: str
@@ -1453,13 +1552,25 @@ class Lowering(Combinators, ArrayKeywords, MemberOrder):
     def _member_list(
         self, members: list[tuple[tuple[int, int], bool]], extra: list[tuple[int, int]] | None
     ) -> int:
-        """`{` members in order, commas between the present ones, optional ones skippable, extras last `}`.
+        """`{` members in order, commas between the present ones, optional ones skippable, extras last `}`."""
+        b = self.b
+        body, leading = self._member_body(members, extra)
+        if body is None:
+            return self.layout.empty("{}")
+        return b.seq(
+            self.layout.token("{"), b.opt(body) if leading else body, self.layout.token("}")
+        )
+
+    def _member_body(
+        self, members: list[tuple[tuple[int, int], bool]], extra: list[tuple[int, int]] | None
+    ) -> tuple[int | None, bool]:
+        """The members between the braces of `_member_list` (None: no member at all), and
+        whether every member is optional (then the object may also be empty).
 
         `chain` is the language of member lists ending at the current member (None before the
         first); `leading` says whether every member so far was optional, so the current one may
         also come first. Each value appears at most twice (as first member, and after a comma),
-        and a large one only once, as a shared machine (`_member_uses`).
-        """
+        and a large one only once, as a shared machine (`_member_uses`)."""
         b = self.b
         chain: int | None = None
         leading = True
@@ -1489,11 +1600,7 @@ class Lowering(Combinators, ArrayKeywords, MemberOrder):
                 )
             else:
                 body = b.seq(chain, b.rep(b.seq(self.layout.comma(), uses[1]), 0, None))
-        if body is None:
-            return self.layout.empty("{}")
-        return b.seq(
-            self.layout.token("{"), b.opt(body) if leading else body, self.layout.token("}")
-        )
+        return body, leading
 
     # ---- arrays -------------------------------------------------------------------------------
 

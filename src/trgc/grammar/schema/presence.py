@@ -94,6 +94,16 @@ def language(b: Builder, layout: Layout, members: Members, pred: Pred) -> int | 
     return b.seq(layout.token("{"), b.opt(body), layout.token("}"))
 
 
+def run(b: Builder, layout: Layout, members: Members, lo: int, hi: int) -> int | None:
+    """`lo..hi` members (1 <= lo <= hi) with commas between them and no braces: M (`,` M){lo-1,hi-1}."""
+    first = _any(b, members)
+    if first is None:
+        return None
+    later = _any(b, members)
+    assert later is not None
+    return b.seq(first, b.rep(b.seq(layout.comma(), later), lo - 1, hi - 1))
+
+
 def _count(b: Builder, layout: Layout, members: Members, lo: int, hi: int | None) -> int | None:
     """Objects of `lo..hi` members, every member counted."""
     if hi == 0:

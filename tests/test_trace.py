@@ -221,3 +221,32 @@ def test_trace_reading_is_bounded(tmp_path, monkeypatch):
     with pytest.raises(TrgcError) as info:
         read_trace(path)
     assert info.value.code == "E_LIMIT_INPUT_BYTES"
+
+
+def test_sidecar_bytes_do_not_depend_on_how_a_step_is_compressed(tmp_path):
+    """The writer compresses a large step in slices (so a Ctrl-C is not held back by one long
+    zstd call); the file must be the bytes one call per record gives, the sidecar's identity."""
+    import hashlib
+
+    from trgc.decode import sidecar
+
+    rng = np.random.default_rng(3)
+    steps = [
+        StepLogits(rng.standard_normal(n).astype("<f8"), 2, False, 1.5)
+        for n in (1, 200_000, 37, sidecar.EMIT_SLICE // 8 + 1)
+    ]
+    writer = sidecar.SidecarWriter(tmp_path / "run.jsonl.logits.zst")
+    for i, step in enumerate(steps):
+        writer.write(i, step)
+    digest = writer.close()
+    whole = zstandard.ZstdCompressor(level=sidecar.ZSTD_LEVEL).compressobj()
+    parts = [whole.compress(sidecar.MAGIC)]
+    for i, step in enumerate(steps):
+        header = sidecar._RECORD.pack(
+            i, step.allowed.shape[0], step.outside_nan, 0, step.outside_max
+        )
+        parts.append(whole.compress(header + step.allowed.tobytes()))
+    parts.append(whole.flush())
+    data = (tmp_path / "run.jsonl.logits.zst").read_bytes()
+    assert data == b"".join(parts)
+    assert digest == hashlib.sha256(data).hexdigest()

@@ -54,20 +54,18 @@ def _in_range(number: Any, param: _TyperParameter) -> Any:
     return number
 
 
-def _int(value: Any, param: _TyperParameter, ctx: Context) -> Any:
-    if type(value) is int:
-        return _in_range(value, param)
-    if type(value) is str and _INT.fullmatch(value):
-        return _in_range(int(value), param)
-    raise Fallback
+def _number(kind: type, spelling: re.Pattern) -> Leaf:
+    """The leaf for `kind` (int or float): a value of exactly that type, or a string spelled
+    as `spelling` accepts, within the parameter's range; anything else falls back to typer."""
 
+    def convert(value: Any, param: _TyperParameter, ctx: Context) -> Any:
+        if type(value) is kind:
+            return _in_range(value, param)
+        if type(value) is str and spelling.fullmatch(value):
+            return _in_range(kind(value), param)
+        raise Fallback
 
-def _float(value: Any, param: _TyperParameter, ctx: Context) -> Any:
-    if type(value) is float:
-        return _in_range(value, param)
-    if type(value) is str and _FLOAT.fullmatch(value):
-        return _in_range(float(value), param)
-    raise Fallback
+    return convert
 
 
 def _path(value: Any, param: _TyperParameter, ctx: Context) -> Any:
@@ -79,7 +77,13 @@ def _path(value: Any, param: _TyperParameter, ctx: Context) -> Any:
     return coerce_cli_path(value, info, path_type=Path, param=param, ctx=ctx)
 
 
-_LEAVES: dict[Any, Leaf] = {bool: _bool, str: _str, int: _int, float: _float, Path: _path}
+_LEAVES: dict[Any, Leaf] = {
+    bool: _bool,
+    str: _str,
+    int: _number(int, _INT),
+    float: _number(float, _FLOAT),
+    Path: _path,
+}
 
 
 def _leaf_for(param: _TyperParameter) -> tuple[Leaf, bool] | None:

@@ -47,9 +47,10 @@ class SchemaResult:
 
     @property
     def peer_passes(self) -> bool:
+        """The peer's verdict on its own instance counts (trgc checks none where it refuses)."""
         return (
             bool(self.peer_compiled)
-            and self.has_instances
+            and self.peer_valid[1] + self.peer_invalid[1] > 0
             and self.peer_valid[0] == self.peer_valid[1]
             and self.peer_invalid[0] == self.peer_invalid[1]
         )
@@ -255,6 +256,41 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+def _peer_gaps(peered: list[SchemaResult]) -> dict:
+    """Where the peer and trgc disagree: the schemas only one of them compiles or passes, each
+    named `subset/file`, with trgc's reason (the refused keyword or the error code), and the
+    count of trgc's reasons over the schemas only the peer compiles (the work still to do)."""
+
+    def reason(r: SchemaResult) -> str:
+        return r.keyword if r.outcome == "unsupported" and r.keyword else r.outcome
+
+    only_peer = [r for r in peered if r.peer_compiled and r.outcome != "compiled"]
+    by_reason: dict[str, int] = {}
+    for r in only_peer:
+        by_reason[reason(r)] = by_reason.get(reason(r), 0) + 1
+    return {
+        "only_peer_compiled": [
+            {"file": f"{r.subset}/{r.file}", "trgc": reason(r)} for r in only_peer
+        ],
+        "only_peer_compiled_by_reason": dict(
+            sorted(by_reason.items(), key=lambda kv: (-kv[1], kv[0]))
+        ),
+        "only_trgc_compiled": [
+            f"{r.subset}/{r.file}"
+            for r in peered
+            if not r.peer_compiled and r.outcome == "compiled"
+        ],
+        "only_peer_passing": [
+            {
+                "file": f"{r.subset}/{r.file}",
+                "trgc": "an instance misjudged" if r.outcome == "compiled" else reason(r),
+            }
+            for r in peered
+            if r.peer_passes and not r.passes
+        ],
+    }
+
+
 def report(results: list[SchemaResult]) -> dict:
     """Per-subset counts, keyword and code tallies, instance results and compile times."""
     subsets: dict[str, dict] = {}
@@ -337,5 +373,6 @@ def report(results: list[SchemaResult]) -> dict:
             "compiled": sum(bool(r.peer_compiled) for r in peered),
             "passing": sum(r.peer_passes for r in peered),
             "wrongly_accepted": sum(r.peer_invalid[1] - r.peer_invalid[0] for r in peered),
+            **_peer_gaps(peered),
         }
     return {"subsets": dict(sorted(subsets.items())), "total": total}

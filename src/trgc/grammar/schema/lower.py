@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Generator
+from dataclasses import replace
 from decimal import Decimal
 from fractions import Fraction
 
@@ -227,6 +228,7 @@ class Lowering(Combinators, ArrayKeywords, MemberOrder):
                     "E_UNSATISFIABLE", f"no JSON value satisfies the schema: {why}", pointer=where
                 )
             self.grammar.rules.append(Rule(name, body, 0, 0, pointer=pointer))
+        self._share_repeated_refs()
         if self.any_used:
             self.b.begin_rule(ANY_RULE)
             self.grammar.rules.append(Rule(ANY_RULE, self._any_value_body(), 0, 0, pointer=None))
@@ -1665,6 +1667,44 @@ class Lowering(Combinators, ArrayKeywords, MemberOrder):
         )
 
     # ---- sharing ------------------------------------------------------------------------------
+
+    def _share_repeated_refs(self) -> None:
+        """Mark every `$ref` target used from two or more places as a shared rule: the compiler
+        then builds it once, as a machine called from each use, instead of inlining a copy per
+        use. Without this a definition used twice inside one used twice, and so on (Kubernetes
+        `ObjectMeta`, `Time`, ...), multiplies the start machine past the state limit. A small
+        target without references of its own stays inlined (a call costs more than its copy);
+        the compiler inlines a shared rule again when that is needed for the predictive check."""
+        uses: dict[str, int] = {}
+        nodes = self.grammar.nodes
+        for rule in self.grammar.rules:
+            stack = [rule.body]
+            while stack:
+                node = nodes[stack.pop()]
+                if node.kind == Kind.REF:
+                    uses[node.payload] = uses.get(node.payload, 0) + 1
+                stack.extend(node.children)
+        self.grammar.rules = [
+            replace(rule, shared=True)
+            if rule.name != "root"
+            and rule.pointer is not None
+            and uses.get(rule.name, 0) >= 2
+            and not self._inlinable(rule.body)
+            else rule
+            for rule in self.grammar.rules
+        ]
+
+    def _inlinable(self, root: int) -> bool:
+        """Small and without references: copying it costs less than calling it."""
+        nodes = self.grammar.nodes
+        stack, count = [root], 0
+        while stack:
+            node = nodes[stack.pop()]
+            count += 1
+            if count > _SHARE_ABOVE or node.kind == Kind.REF:
+                return False
+            stack.extend(node.children)
+        return True
 
     def _size(self, root: int) -> int:
         count, stack = 0, [root]

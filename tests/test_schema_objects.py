@@ -4,12 +4,15 @@ agreement with jsonschema, soundness on seeded walks, and completeness on valid 
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 import trgc
 from schema_helpers import accepts, agree, compiled
 from test_schema_soundness import check_samples
 from trgc.errors import TrgcError
+from trgc.limits import Limits
 
 P3 = {"a": {"type": "integer"}, "b": {"type": "string"}, "c": {"type": "boolean"}}
 
@@ -259,3 +262,27 @@ def test_min_properties_over_additional_members_only_is_refused():
         assert info.value.code == "E_UNSUPPORTED_KEYWORD"
         assert info.value.details["keyword"] == "minProperties"
         assert info.value.pointer == "/minProperties"
+
+
+def test_the_undeclared_name_automaton_is_one_product_not_a_copy_per_trie_node():
+    """An open object's additional member names (none of the 32 declared ones) are the product
+    of a string automaton and the names' trie: it compiles within 800,000 charged operations
+    (it needed 1-2 million when every trie node carried its own copy of the string body), and
+    exactly: declared names go to their members, every other name is an additional member."""
+    schema = {"type": "object", "properties": {f"member{i}": {"type": "string"} for i in range(32)}}
+    artifact = trgc.compile_schema(
+        json.dumps(schema),
+        separators="compact",
+        open_objects=True,
+        limits=Limits(operations=800_000),
+    )
+    for text, ok in [
+        ('{"member3":"x","member31":"y"}', True),
+        ('{"member3":"x","member":1,"member310":[]}', True),
+        ('{"member3":"x","member3":"y"}', False),
+        ('{"member3":1}', False),
+        ('{"x":1,"member3":"x"}', False),  # additional members come after the declared ones
+        ('{"\\u00e9":null}', False),  # not canonical: é is written as itself
+        ('{"é":null}', True),
+    ]:
+        assert trgc.check(artifact, text.encode()).accepted is ok, text

@@ -107,41 +107,15 @@ def canonical_string_any(b: Builder) -> int:
 
 
 def key_other_than(b: Builder, names: list[str]) -> int:
-    """A canonical quoted member name that is none of `names`.
-
-    Built from the trie of the names without recursion: a trie node either ends the name (if
-    it is not itself a declared name), continues along a child, or leaves the trie with any
-    other unit followed by any canonical units.
-    """
-    children: list[dict[str, int]] = [{}]
-    terminal: list[bool] = [False]
-    for name in names:
-        node = 0
-        for c in name:
-            nxt = children[node].get(c)
-            if nxt is None:
-                nxt = len(children)
-                children[node][c] = nxt
-                children.append({})
-                terminal.append(False)
-            node = nxt
-        terminal[node] = True
-    built: list[int | None] = [None] * len(children)
-    for node in range(len(children) - 1, -1, -1):  # children have larger numbers than parents
-        options: list[int] = []
-        if not terminal[node]:
-            options.append(b.empty())
-        for c in sorted(children[node]):
-            sub = built[children[node][c]]
-            if sub is not None:
-                options.append(b.seq(b.lit(canonical_char(c)), sub))
-        leave = _canonical_units_except(b, set(children[node]))
-        if leave is not None:
-            options.append(b.seq(leave, b.rep(_canonical_unit(b), 0, None)))
-        built[node] = b.alt(*options) if options else None
-    body = built[0]
-    assert body is not None  # the empty trie root always has a way out
-    return b.seq(b.lit('"'), body, b.lit('"'))
+    """A canonical quoted member name that is none of `names`: the intersection of every
+    canonically written string (the shortest escapes, as `canonical_char` writes) with the complement of the names, which the compiler builds as one
+    product of two small automata (a string automaton and the names' trie), so its size is
+    the trie's, not the trie's times a copy of the string body per trie node."""
+    canonical = b.seq(b.lit('"'), b.rep(_canonical_unit(b), 0, None), b.lit('"'))
+    if not names:
+        return canonical
+    listed = b.alt(*(b.lit(canonical_string(name)) for name in sorted(set(names))))
+    return b.and_(canonical, b.not_(listed), origin="member name")
 
 
 # ---- formats: shape only (RFC 3339 dates and times, RFC 4122 UUID text) --------------------

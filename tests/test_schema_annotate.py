@@ -85,6 +85,22 @@ def test_unknown_format_is_an_error_or_an_annotation():
     assert trgc.check(art, b'"anything"').accepted and not trgc.check(art, b"1").accepted
 
 
+@pytest.mark.parametrize("key", ["const", "enum"])
+def test_an_annotation_beside_enum_or_const_is_an_annotation(key):
+    """Real schemas put vendor names beside enums (`mergeStrategy`, `propertyOrder`, `_enum`):
+    annotate mode reads them as annotations there too; the default mode still refuses them."""
+    value = ["a", "b"] if key == "enum" else "a"
+    schema = {key: value, "mergeStrategy": "overwrite", "_enum": ["a"]}
+    err = _error(schema)
+    assert err.code == "E_UNSUPPORTED_KEYWORD" and err.details["keyword"] == "mergeStrategy"
+    art = trgc.compile_schema(schema, unknown_keywords="annotate", whitespace="compact")
+    assert art.metadata["options"]["annotations"] == ["_enum", "mergeStrategy"]
+    assert trgc.check(art, b'"a"').accepted and not trgc.check(art, b'"c"').accepted
+    assert trgc.check(art, b'"b"').accepted is (key == "enum")
+    beside = _error({key: value, "pattern": "^a"}, unknown_keywords="annotate")  # a matrix keyword
+    assert beside.code == "E_UNSUPPORTED_KEYWORD" and beside.details["keyword"] == "pattern"
+
+
 def test_vendor_keyword_holding_a_schema():
     schema = {"type": "string", "x-schema": {"type": "string", "maxLength": 2}}
     err = _error(schema)

@@ -852,7 +852,8 @@ class Lowering(Combinators, ArrayKeywords, MemberOrder):
     def _enum(self, v: View, pointer: str) -> int | None:
         values = self._enum_values(v)
         for key in assertion_keys(v):
-            if key not in _VALUE_CHECKED:
+            # `v` passed _check_keywords: a name outside the matrix is an annotate-mode annotation
+            if key not in _VALUE_CHECKED and status_of(key) is not None:
                 raise unsupported(
                     key, v[key][1], f"{key} together with enum/const is not supported"
                 )

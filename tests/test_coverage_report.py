@@ -45,3 +45,38 @@ def test_gaps_name_each_schema_with_trgcs_reason():
 
 def test_no_peer_no_peer_section():
     assert "peer" not in report([SchemaResult("Sub", "a.json", "compiled", None, 0.001)])["total"]
+
+
+def test_an_internal_error_is_one_schemas_outcome_and_the_run_goes_on(tmp_path, monkeypatch):
+    """A bug met in one schema is recorded as that schema's E_INTERNAL (with the exception) and
+    the others are still measured; the CLI prints the report and exits 70."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from trgc.cli.app import app
+    from trgc.evaluation import coverage
+
+    subset = tmp_path / "bench" / "Sub"
+    subset.mkdir(parents=True)
+    (subset / "a.json").write_text(json.dumps({"type": "integer"}))
+    (subset / "b.json").write_text(json.dumps({"type": "string"}))
+    real = coverage.compile_schema
+
+    def flaky(raw, **options):
+        if b"string" in raw:
+            raise IndexError("tuple index out of range")
+        return real(raw, **options)
+
+    monkeypatch.setattr(coverage, "compile_schema", flaky)
+    results = coverage.run_coverage(tmp_path / "bench")
+    assert [(r.file, r.outcome) for r in results] == [
+        ("a.json", "compiled"),
+        ("b.json", "E_INTERNAL"),
+    ]
+    total = report(results)["total"]
+    assert total["compiled"] == 1
+    assert total["internal_errors"] == ["Sub/b.json: IndexError: tuple index out of range"]
+    run = CliRunner().invoke(app, ["coverage", str(tmp_path / "bench"), "--json"])
+    assert run.exit_code == 70
+    assert json.loads(run.stdout)["total"]["internal_errors"] == total["internal_errors"]

@@ -139,6 +139,8 @@ def test_pattern_with_lengths():
         "(?<n>a)",
         "\\bword",
         "a^b",
+        "^(a($|b))*$",  # an anchor under a quantifier (a real schema's path pattern)
+        "^(x|^y)+$",
         "\\p{L}",
         "[[:alpha:]]",
         "(a",

@@ -18,7 +18,7 @@ from trgc.cli.common import (
     stderr_console,
     stdout_console,
 )
-from trgc.errors import EXIT_DIFFERENT
+from trgc.errors import EXIT_DIFFERENT, EXIT_INTERNAL
 
 SeparatorsOption = Annotated[
     str,
@@ -256,7 +256,8 @@ def coverage_command(
 
     Reports per subset: compiled, unsupported (by keyword), failed (by code), and for compiled
     schemas with instances how many pass (every valid instance accepted in canonical form,
-    every invalid one rejected). Exit status 1 when any invalid instance is accepted.
+    every invalid one rejected). Exit status 1 when any invalid instance is accepted; 70 when
+    a schema met an internal error (the run goes on, and the report lists each one).
     """
     from trgc.evaluation.coverage import report, run_coverage, subsets_of
 
@@ -345,6 +346,12 @@ def coverage_command(
                 f"{t['peer']['wrongly_accepted']} invalid instances accepted",
                 markup=False,
             )
+    if doc["total"]["internal_errors"]:
+        stderr_console().print(
+            "internal errors (please report): " + "; ".join(doc["total"]["internal_errors"]),
+            markup=False,
+        )
+        raise typer.Exit(EXIT_INTERNAL)
     if doc["total"]["wrongly_accepted"]:
         raise typer.Exit(EXIT_DIFFERENT)
 

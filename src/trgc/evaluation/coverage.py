@@ -36,6 +36,7 @@ class SchemaResult:
     )  # indices of accepted invalid instances
     order_only: int = 0  # valid instances accepted in declared order but refused as written
     annotations: tuple[str, ...] = ()  # names read as annotations (annotate mode)
+    internal: str | None = None  # the exception of an internal error (outcome E_INTERNAL)
     peer_compiled: bool | None = None  # None: no peer was run
     peer_error: str | None = None
     peer_valid: tuple[int, int] = (0, 0)
@@ -222,7 +223,9 @@ def run_coverage(
     progress=None,
     peer=None,
 ) -> list[SchemaResult]:
-    """Every schema of the chosen subsets (the first `per_subset` by name when given)."""
+    """Every schema of the chosen subsets (the first `per_subset` by name when given). An
+    exception other than a `TrgcError` is a bug of trgc: it is recorded as that schema's
+    outcome `E_INTERNAL` (with the exception in `internal`) and the run goes on."""
     results: list[SchemaResult] = []
     for subset in subsets or subsets_of(bench):
         files = sorted((bench / subset).glob("*.json"))[:per_subset]
@@ -230,8 +233,8 @@ def run_coverage(
         if instances_dir is not None and (instances_dir / f"{subset}.jsonl.gz").is_file():
             inst = read_instances(instances_dir / f"{subset}.jsonl.gz")
         for path in files:
-            results.append(
-                run_schema(
+            try:
+                result = run_schema(
                     subset,
                     path,
                     inst.get(path.name, []),
@@ -243,7 +246,10 @@ def run_coverage(
                     member_order=member_order,
                     peer=peer,
                 )
-            )
+            except Exception as error:  # noqa: BLE001 - a bug in one schema must not lose the run
+                result = SchemaResult(subset, path.name, "E_INTERNAL", None, 0.0)
+                result.internal = f"{type(error).__name__}: {error}"[:300]
+            results.append(result)
             if progress is not None:
                 progress()
     return results
@@ -363,6 +369,7 @@ def report(results: list[SchemaResult]) -> dict:
         "wrongly_accepted": sum(len(r.wrongly_accepted) for r in results),
         "order_only_refusals": sum(r.order_only for r in results),
         "annotated": sum(bool(r.annotations) for r in results),
+        "internal_errors": [f"{r.subset}/{r.file}: {r.internal}" for r in results if r.internal],
         "compile_ms_median": round(1000 * _percentile(times, 0.5), 2),
         "compile_ms_p90": round(1000 * _percentile(times, 0.9), 2),
         "compile_ms_max": round(1000 * max(times, default=0.0), 2),

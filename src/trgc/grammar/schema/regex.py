@@ -318,6 +318,8 @@ def length_range(node: tuple) -> tuple[int, int | None]:
         return (1, 1) if node[1] else (0, 0)
     if kind == "any_string":
         return (0, None)
+    if kind in ("bol", "eol"):  # an anchor matches no character
+        return (0, 0)
     if kind == "rep":
         lo, hi = length_range(node[1])
         return lo * node[2], (None if hi is None or node[3] is None else hi * node[3])

@@ -37,18 +37,21 @@ import struct
 
 import numpy as np
 
+from trgc.engine import maskform
 from trgc.engine.binding import Binding
 from trgc.engine.bits import pack
 from trgc.engine.cache import MaskCache
-from trgc.engine.config import CLIP_MASK, STATE_MASK
+from trgc.engine.config import CLIP_MASK, START, STATE_MASK
 from trgc.engine.diskcache import DiskCache, EntryKey
 from trgc.errors import TrgcError
 
 KIND = "masks"
-FORMAT = 1
-MAGIC = b"TRGCMSK1"
-_HEAD = struct.Struct("<8sIIII")
+FORMAT = 2
+MAGIC = b"TRGCMSK2"
+_HEAD = struct.Struct("<8sIIII")  # magic, n_words, n_configs, body_size, start_size
+_BODY = struct.Struct("<II")  # n_masks, n_frames
 MAX_CONFIGS = 4096  # configurations per store; beyond it new masks stay in memory only
+HEAD_FRAMES = 1 << 12  # frames per configuration the header's size check allows at most
 ZSTD_LEVEL = 3
 
 MaskKey = tuple[int, ...]
@@ -60,55 +63,110 @@ def store_key(binding: Binding) -> EntryKey:
     return EntryKey(KIND, FORMAT, tokenizer, compiler, policy, f"artifact {artifact}")
 
 
-def encode_store(n_words: int, masks: dict[MaskKey, np.ndarray]) -> bytes:
-    """The payload of a store holding `masks` (mask key -> uint32 words)."""
+def _words(mask) -> np.ndarray:
+    return mask if isinstance(mask, np.ndarray) else mask.words()
+
+
+def encode_store(n_words: int, masks: dict) -> bytes:
+    """The payload of a store holding `masks` (mask key -> uint32 words or a `maskform`
+    form): the start configuration's mask on its own, then one zstd frame of the others."""
     import zstandard
 
-    keys = sorted(masks)
+    start = masks.get(START)
+    start_bytes = b"" if start is None else maskform.encode(_words(start))
+    keys = sorted(k for k in masks if k != START)
     slot: dict[bytes, int] = {}
     index = np.empty(len(keys), dtype="<u4")
     for i, key in enumerate(keys):
-        index[i] = slot.setdefault(masks[key].tobytes(), len(slot))
+        index[i] = slot.setdefault(maskform.encode(_words(masks[key])), len(slot))
     lengths = np.array([len(k) for k in keys], dtype="<u4")
     frames = np.array([f for k in keys for f in k], dtype="<i8")
-    head = _HEAD.pack(MAGIC, n_words, len(keys), len(slot), frames.size)
-    body = b"".join((head, lengths.tobytes(), frames.tobytes(), index.tobytes(), *slot))
-    return zstandard.ZstdCompressor(level=ZSTD_LEVEL).compress(body)
+    body = b"".join((_BODY.pack(len(slot), frames.size), lengths.tobytes(), frames.tobytes(),
+                     index.tobytes(), *slot))  # fmt: skip
+    n_configs = len(keys) + (start is not None)
+    head = _HEAD.pack(MAGIC, n_words, n_configs, len(body), len(start_bytes))
+    return head + start_bytes + zstandard.ZstdCompressor(level=ZSTD_LEVEL).compress(body)
 
 
 def _bad(message: str) -> TrgcError:
     return TrgcError("E_CACHE_ENTRY_PAYLOAD", f"mask store: {message}")
 
 
-def decode_store(binding: Binding, payload: bytes) -> dict[MaskKey, np.ndarray]:
-    """The masks of a store payload for `binding`, each a read-only uint32 array; raise
-    `E_CACHE_ENTRY_PAYLOAD` for anything that is not a sound store of this binding."""
+def _body_bound(binding: Binding, frames_per_config: int) -> int:
+    """The most bytes a sound store's compressed part can hold for `binding` when no
+    configuration has more than `frames_per_config` frames."""
+    per_config = 4 + 8 * frames_per_config + 4 + 8 + 4 * binding.n_words
+    return _BODY.size + MAX_CONFIGS * per_config
+
+
+def _form(binding: Binding, data, at: int) -> tuple[maskform.Form, int]:
+    try:
+        form, end = maskform.decode(data, at, binding.n_words)
+    except maskform.FormError as error:
+        raise _bad(str(error)) from None
+    if not maskform.allows_only(form, _possible_words(binding)):
+        raise _bad("a mask allows a token this binding never allows (or one past the vocabulary)")
+    return form, end
+
+
+def decode_head(binding: Binding, payload: bytes) -> tuple[maskform.Form | None, tuple]:
+    """(the start configuration's mask or None, the arguments of `decode_rest`) of a
+    store payload for `binding`: every check of the part read now (magic, width, sizes, the
+    start mask's form and bits); `decode_rest` checks the rest when it is first needed."""
+    if len(payload) < _HEAD.size:
+        raise _bad("the header is cut short")
+    magic, words, n_configs, body_size, start_size = _HEAD.unpack_from(payload)
+    if magic != MAGIC or words != binding.n_words:
+        raise _bad("another magic or mask width")
+    if not 0 < n_configs <= MAX_CONFIGS or body_size > _body_bound(binding, HEAD_FRAMES):
+        raise _bad(f"{n_configs} configurations in {body_size:,} bytes")
+    start = None
+    rest_at = _HEAD.size + start_size
+    if start_size:
+        start, end = _form(binding, payload, _HEAD.size)
+        if end != rest_at:
+            raise _bad("the start configuration's mask does not fill its section")
+    return start, (n_configs, body_size, payload[rest_at:], start is not None)
+
+
+def decode_rest(
+    binding: Binding, n_configs: int, body_size: int, rest: bytes, with_start: bool
+) -> dict[MaskKey, maskform.Form]:
+    """The masks of every configuration but the start one, from the compressed part of a
+    store payload; raise `E_CACHE_ENTRY_PAYLOAD` for anything that is not a sound store of
+    this binding (sizes, order, frames naming states of the artifact with clipped counters,
+    mask forms and bits)."""
     import zstandard
 
-    n_words = binding.n_words
-    limit = _HEAD.size + MAX_CONFIGS * (4 + 4 + 8 * (binding.tables.max_depth + 1))
-    limit += MAX_CONFIGS * 4 * n_words
+    bound = min(body_size, _body_bound(binding, binding.tables.max_frames))
     try:
-        body = zstandard.ZstdDecompressor().decompress(payload, max_output_size=limit)
+        body = zstandard.ZstdDecompressor().decompress(rest, max_output_size=bound)
     except zstandard.ZstdError as exc:
         raise _bad(f"does not decompress ({exc})") from None
-    if len(body) < _HEAD.size:
-        raise _bad("the header is cut short")
-    magic, words, n_configs, n_masks, n_frames = _HEAD.unpack_from(body)
-    if magic != MAGIC or words != n_words:
-        raise _bad("another magic or mask width")
-    if not 0 < n_configs <= MAX_CONFIGS or not 0 < n_masks <= n_configs:
-        raise _bad(f"{n_configs} configurations and {n_masks} masks")
-    sizes = (4 * n_configs, 8 * n_frames, 4 * n_configs, 4 * n_masks * n_words)
-    if len(body) != _HEAD.size + sum(sizes):
+    if len(body) != body_size or len(body) < _BODY.size:
+        raise _bad("the body is not the size its header declares")
+    n_rest = n_configs - with_start
+    n_masks, n_frames = _BODY.unpack_from(body)
+    if n_masks > n_rest or (n_rest and not n_masks):
+        raise _bad(f"{n_rest} configurations and {n_masks} masks")
+    sizes = (4 * n_rest, 8 * n_frames, 4 * n_rest)
+    at = _BODY.size
+    if len(body) < at + sum(sizes):
         raise _bad("the sections do not add up to the payload")
-    at = _HEAD.size
     parts = []
-    for size, dtype in zip(sizes, ("<u4", "<i8", "<u4", "<u4"), strict=True):
+    for size, dtype in zip(sizes, ("<u4", "<i8", "<u4"), strict=True):
         parts.append(np.frombuffer(body, dtype=dtype, count=size // np.dtype(dtype).itemsize,
                                    offset=at))  # fmt: skip
         at += size
-    lengths, frames, index, flat = parts
+    lengths, frames, index = parts
+    forms = []
+    for _ in range(n_masks):
+        form, at = _form(binding, body, at)
+        forms.append(form)
+    if at != len(body):
+        raise _bad("bytes after the last mask")
+    if not n_rest:
+        return {}
     if lengths.min() < 1 or int(lengths.sum()) != n_frames:
         raise _bad("configuration lengths do not add up to the frames")
     states = frames & STATE_MASK
@@ -122,20 +180,24 @@ def decode_store(binding: Binding, payload: bytes) -> dict[MaskKey, np.ndarray]:
         raise _bad("a frame names no state of this artifact or an unclipped counter")
     if index.max() >= n_masks:
         raise _bad("a mask index is out of range")
-    masks = flat.reshape(n_masks, n_words)  # read-only: a view of the decompressed bytes
-    if (np.bitwise_or.reduce(masks, axis=0) & ~_possible_words(binding)).any():
-        raise _bad("a mask allows a token this binding never allows (or one past the vocabulary)")
-    out: dict[MaskKey, np.ndarray] = {}
-    previous: MaskKey | None = None
+    out: dict[MaskKey, maskform.Form] = {}
+    previous: MaskKey = START
     starts = [0, *np.cumsum(lengths, dtype=np.int64).tolist()]
     all_frames = frames.tolist()
-    rows = [masks[i] for i in range(n_masks)]
     for i, mask in enumerate(index.tolist()):
         key = tuple(all_frames[starts[i] : starts[i + 1]])
-        if previous is not None and key <= previous:
-            raise _bad("configurations are not sorted and distinct")
-        out[key] = rows[mask]
+        if key <= previous:
+            raise _bad("configurations are not sorted and distinct (or the start one repeated)")
+        out[key] = forms[mask]
         previous = key
+    return out
+
+
+def decode_store(binding: Binding, payload: bytes) -> dict[MaskKey, maskform.Form]:
+    """Every mask of a store payload for `binding` (both parts, checked)."""
+    start, rest = decode_head(binding, payload)
+    out = {} if start is None else {START: start}
+    out.update(decode_rest(binding, *rest))
     return out
 
 
@@ -144,64 +206,106 @@ def _possible_words(binding: Binding) -> np.ndarray:
     special tokens, EOS); computed once per binding."""
     found = binding._lazy.get("possible_words")
     if found is None:
-        possible = binding.byte_token.copy()
-        possible[binding.special_ids] = True
-        possible[binding.eos_ids] = True
-        found = binding._lazy["possible_words"] = pack(possible)
+        shared = binding.vocab._lazy
+        base = shared.get("possible_words")
+        if base is None:
+            possible = binding.vocab.byte_base.copy()
+            possible[binding.eos_ids] = True
+            base = shared.setdefault("possible_words", pack(possible))
+        found = base
+        if binding.special_ids.size or binding.byte_token is not binding.vocab.byte_base:
+            possible = binding.byte_token.copy()
+            possible[binding.special_ids] = True
+            possible[binding.eos_ids] = True
+            found = pack(possible)
+        binding._lazy["possible_words"] = found
     return found
 
 
 class MaskStore:
     """One matcher's view of the store of its binding: the masks loaded from the `DiskCache`
-    and those computed since, republished together in the background when new ones came."""
+    and those computed since (`maskform` forms), republished together in the background when
+    new ones came.
+
+    Loading reads the entry and checks its header and the start configuration's mask, which
+    is then in `masks`; the rest stays compressed (`pending`) until a configuration that
+    `masks` lacks is looked up (`load_rest`, every check of `decode_rest`), so the first mask
+    of a warm matcher costs one small read, not the whole store."""
 
     def __init__(self, binding: Binding, disk: DiskCache) -> None:
         self._disk = disk
         self._key = store_key(binding)
-        self._n_words = binding.n_words
-        self.masks: dict[MaskKey, np.ndarray] = {}
-        self._pending = False
+        self._binding = binding
+        self.masks: dict[MaskKey, maskform.Form] = {}
+        self.pending = False
+        self.declared_bytes = 0  # decompressed size of the part not loaded yet
+        self._rest: tuple | None = None  # the arguments of `decode_rest` while pending
+        self._publishing = False
         payload = disk.get(self._key)
         if payload is not None:
             try:
-                self.masks = decode_store(binding, payload)
+                start, self._rest = decode_head(binding, payload)
             except TrgcError as error:
-                disk.discard(
-                    self._key,
-                    TrgcError(
-                        error.code,
-                        f"cache entry refused: {error.message}",
-                        source=str(disk.path_of(self._key)),
-                        hint="the entry was removed; its masks are computed again",
-                    ),
-                )
+                self._refuse(error)
+            else:
+                if start is not None:
+                    self.masks[START] = start
+                self.pending = True
+                self.declared_bytes = self._rest[1]
+
+    def _refuse(self, error: TrgcError) -> None:
+        self._disk.discard(
+            self._key,
+            TrgcError(
+                error.code,
+                f"cache entry refused: {error.message}",
+                source=str(self._disk.path_of(self._key)),
+                hint="the entry was removed; its masks are computed again",
+            ),
+        )
+
+    def load_rest(self) -> None:
+        """Decode and check the configurations not loaded yet; a store that fails is refused
+        (removed) and only the masks computed since are kept, the start one too (it was
+        checked on its own)."""
+        rest, self._rest, self.pending = self._rest, None, False
+        if rest is None:
+            return
+        try:
+            loaded = decode_rest(self._binding, *rest)
+        except TrgcError as error:
+            self._refuse(error)
+            return
+        loaded.update(self.masks)
+        self.masks = loaded
 
     def add(self, key: MaskKey, words: np.ndarray) -> None:
         """Keep a mask computed now and schedule a republication (unless one is pending or
         the store is full)."""
+        if self.pending:
+            self.load_rest()
         if len(self.masks) >= MAX_CONFIGS:
             return
-        self.masks[key] = words
-        if not self._pending:
-            self._pending = True
+        self.masks[key] = maskform.as_form(words)
+        if not self._publishing:
+            self._publishing = True
             self._disk.put_later(self._key, self._payload, replace=True)
 
     def _payload(self) -> bytes:
         """Run by the publisher thread: a snapshot of the masks so far (a dict copy is atomic
         under the interpreter lock)."""
-        self._pending = False
-        return encode_store(self._n_words, dict(self.masks))
+        self._publishing = False
+        return encode_store(self._binding.n_words, dict(self.masks))
 
 
 def shared_store(binding: Binding, disk: DiskCache, cache: MaskCache) -> MaskStore:
     """The `MaskStore` of `binding` over `disk`, kept in the in-memory `cache` so that matchers
     sharing that cache (a server's) share one store: it is loaded once, every matcher's new
     masks go into it, and one republication carries them all. Its charge in the cache is the
-    bytes of its masks when it was loaded."""
+    bytes its entry declares when it was loaded."""
     key = (*binding.key, KIND, str(disk.root))
     store = cache.get(key)
     if store is None:
         store = MaskStore(binding, disk)
-        distinct = {id(words) for words in store.masks.values()}
-        cache.put(key, store, len(distinct) * 4 * binding.n_words)
+        cache.put(key, store, store.declared_bytes)
     return store

@@ -64,33 +64,43 @@ class Dense:
 
 
 class Sparse:
-    """A mask kept as its nonzero words: positions and values."""
+    """A mask kept as its nonzero words: positions and values (uint32 arrays, often views of
+    a store's bytes). What a fill needs is made on the first fill: a store loads hundreds of
+    masks of which a decoder may use a few."""
 
-    __slots__ = ("n_words", "positions", "values", "items")
+    __slots__ = ("n_words", "positions", "values", "items", "index")
 
     def __init__(self, n_words: int, positions: np.ndarray, values: np.ndarray) -> None:
         self.n_words = n_words
-        self.positions = positions.astype(np.intp)
-        self.values = values.astype("<u4").view(np.int32)
-        self.items = (
-            tuple(zip(positions.tolist(), self.values.tolist(), strict=True))
-            if positions.size <= LOOP_WORDS
-            else None
-        )
+        self.positions = positions
+        self.values = values
+        self.items: tuple | None = None  # (position, int32 value) pairs; () past LOOP_WORDS
+        self.index: np.ndarray | None = None  # positions and values for numpy, past LOOP_WORDS
+
+    def _prepare(self) -> tuple:
+        signed = self.values.astype("<u4").view(np.int32)
+        if self.positions.size <= LOOP_WORDS:
+            self.items = tuple(zip(self.positions.tolist(), signed.tolist(), strict=True))
+        else:
+            self.index = np.stack([self.positions.astype(np.intp), signed.astype(np.intp)])
+            self.items = ()
+        return self.items
 
     def fill(self, row: Row) -> None:
-        row.bytes8.fill(0)
         items = self.items
         if items is None:
-            row.head[self.positions] = self.values
-            return
-        out = row.items
-        for position, value in items:
-            out[position] = value
+            items = self._prepare()
+        row.bytes8.fill(0)
+        if items:
+            out = row.items
+            for position, value in items:
+                out[position] = value
+        elif self.index is not None:
+            row.head[self.index[0]] = self.index[1]
 
     def words(self) -> np.ndarray:
-        out = np.zeros(self.n_words, dtype=np.uint32)
-        out[self.positions] = self.values.view(np.uint32)
+        out = np.zeros(self.n_words, dtype="<u4")
+        out[self.positions] = self.values
         out.flags.writeable = False
         return out
 
@@ -154,5 +164,5 @@ def decode(data: bytes | memoryview, at: int, n_words: int) -> tuple[Form, int]:
 def allows_only(form: Form, possible: np.ndarray) -> bool:
     """True when every token `form` allows is one of `possible` (packed uint32 words)."""
     if isinstance(form, Sparse):
-        return not (form.values.view(np.uint32) & ~possible[form.positions]).any()
+        return not (form.values & ~possible[form.positions]).any()
     return not (form.words() & ~possible).any()

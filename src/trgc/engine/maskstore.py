@@ -49,7 +49,7 @@ KIND = "masks"
 FORMAT = 2
 MAGIC = b"TRGCMSK2"
 _HEAD = struct.Struct("<8sIIII")  # magic, n_words, n_configs, body_size, start_size
-_BODY = struct.Struct("<II")  # n_masks, n_frames
+_BODY = struct.Struct("<IIII")  # n_masks, n_frames, n_sparse (words), n_dense (masks)
 MAX_CONFIGS = 4096  # configurations per store; beyond it new masks stay in memory only
 HEAD_FRAMES = 1 << 12  # frames per configuration the header's size check allows at most
 ZSTD_LEVEL = 3
@@ -76,13 +76,32 @@ def encode_store(n_words: int, masks: dict) -> bytes:
     start_bytes = b"" if start is None else maskform.encode(_words(start))
     keys = sorted(k for k in masks if k != START)
     slot: dict[bytes, int] = {}
+    distinct: list[np.ndarray] = []
     index = np.empty(len(keys), dtype="<u4")
     for i, key in enumerate(keys):
-        index[i] = slot.setdefault(maskform.encode(_words(masks[key])), len(slot))
+        words = np.ascontiguousarray(_words(masks[key]), dtype="<u4")
+        found = slot.setdefault(words.tobytes(), len(slot))
+        if found == len(distinct):
+            distinct.append(words)
+        index[i] = found
+    counts = np.empty(len(distinct), dtype="<u4")
+    positions, values, dense = [], [], []
+    for m, words in enumerate(distinct):
+        nonzero = np.flatnonzero(words)
+        if 2 * nonzero.size < n_words:
+            counts[m] = nonzero.size
+            positions.append(nonzero.astype("<u4"))
+            values.append(words[nonzero])
+        else:
+            counts[m] = n_words
+            dense.append(words)
     lengths = np.array([len(k) for k in keys], dtype="<u4")
     frames = np.array([f for k in keys for f in k], dtype="<i8")
-    body = b"".join((_BODY.pack(len(slot), frames.size), lengths.tobytes(), frames.tobytes(),
-                     index.tobytes(), *slot))  # fmt: skip
+    n_sparse = int(sum(p.size for p in positions))
+    body = b"".join((_BODY.pack(len(distinct), frames.size, n_sparse, len(dense)),
+                     lengths.tobytes(), frames.tobytes(), index.tobytes(), counts.tobytes(),
+                     *(p.tobytes() for p in positions), *(v.tobytes() for v in values),
+                     *(d.tobytes() for d in dense)))  # fmt: skip
     n_configs = len(keys) + (start is not None)
     head = _HEAD.pack(MAGIC, n_words, n_configs, len(body), len(start_bytes))
     return head + start_bytes + zstandard.ZstdCompressor(level=ZSTD_LEVEL).compress(body)
@@ -107,6 +126,43 @@ def _form(binding: Binding, data, at: int) -> tuple[maskform.Form, int]:
     if not maskform.allows_only(form, _possible_words(binding)):
         raise _bad("a mask allows a token this binding never allows (or one past the vocabulary)")
     return form, end
+
+
+def _forms(binding: Binding, counts, positions, values, dense) -> list[maskform.Form]:
+    """The masks of a store's compressed part, checked all at once: `counts[m]` is the
+    nonzero words of sparse mask `m` (fewer than half the words) or `n_words` for a dense
+    one; sparse positions strictly increasing within a mask and inside the mask, values
+    nonzero, and no bit on a token the binding never allows."""
+    n_words = binding.n_words
+    is_dense = counts == n_words
+    sparse_counts = np.where(is_dense, 0, counts).astype(np.int64)
+    if (
+        int(is_dense.sum()) != dense.shape[0]
+        or (2 * sparse_counts[~is_dense] >= n_words).any()
+        or int(sparse_counts.sum()) != positions.size
+    ):
+        raise _bad("mask sizes do not add up")
+    ends = np.cumsum(sparse_counts)
+    if positions.size:
+        step = np.diff(positions.astype(np.int64))
+        last = ends[:-1] - 1  # each mask's last word: the step after it starts the next mask
+        step[last[(last >= 0) & (last < step.size)]] = 1
+        if int(positions.max()) >= n_words or (step <= 0).any() or not values.all():
+            raise _bad("sparse positions out of order or range, or a zero word")
+    possible = _possible_words(binding)
+    if (values & ~possible[positions]).any() or (dense & ~possible).any():
+        raise _bad("a mask allows a token this binding never allows (or one past the vocabulary)")
+    forms: list[maskform.Form] = []
+    starts = (ends - sparse_counts).tolist()
+    row = 0
+    for m, dense_mask in enumerate(is_dense.tolist()):
+        if dense_mask:
+            forms.append(maskform.Dense(memoryview(dense[row]).cast("B")))
+            row += 1
+        else:
+            a, b = starts[m], int(ends[m])
+            forms.append(maskform.Sparse(n_words, positions[a:b], values[a:b]))
+    return forms
 
 
 def decode_head(binding: Binding, payload: bytes) -> tuple[maskform.Form | None, tuple]:
@@ -146,25 +202,22 @@ def decode_rest(
     if len(body) != body_size or len(body) < _BODY.size:
         raise _bad("the body is not the size its header declares")
     n_rest = n_configs - with_start
-    n_masks, n_frames = _BODY.unpack_from(body)
-    if n_masks > n_rest or (n_rest and not n_masks):
+    n_masks, n_frames, n_sparse, n_dense = _BODY.unpack_from(body)
+    if n_masks > n_rest or (n_rest and not n_masks) or n_dense > n_masks:
         raise _bad(f"{n_rest} configurations and {n_masks} masks")
-    sizes = (4 * n_rest, 8 * n_frames, 4 * n_rest)
-    at = _BODY.size
-    if len(body) < at + sum(sizes):
+    n_words = binding.n_words
+    sizes = (4 * n_rest, 8 * n_frames, 4 * n_rest, 4 * n_masks, 4 * n_sparse, 4 * n_sparse,
+             4 * n_dense * n_words)  # fmt: skip
+    if len(body) != _BODY.size + sum(sizes):
         raise _bad("the sections do not add up to the payload")
+    at = _BODY.size
     parts = []
-    for size, dtype in zip(sizes, ("<u4", "<i8", "<u4"), strict=True):
+    for size, dtype in zip(sizes, ("<u4", "<i8", "<u4", "<u4", "<u4", "<u4", "<u4"), strict=True):
         parts.append(np.frombuffer(body, dtype=dtype, count=size // np.dtype(dtype).itemsize,
                                    offset=at))  # fmt: skip
         at += size
-    lengths, frames, index = parts
-    forms = []
-    for _ in range(n_masks):
-        form, at = _form(binding, body, at)
-        forms.append(form)
-    if at != len(body):
-        raise _bad("bytes after the last mask")
+    lengths, frames, index, counts, positions, values, dense = parts
+    forms = _forms(binding, counts, positions, values, dense.reshape(n_dense, n_words))
     if not n_rest:
         return {}
     if lengths.min() < 1 or int(lengths.sum()) != n_frames:

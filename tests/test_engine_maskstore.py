@@ -198,12 +198,25 @@ def tampered(masks: dict, how: str, b) -> bytes:
             body[frames + 8 : frames + 16], body[frames : frames + 8],
         )  # fmt: skip
         payload = payload[:head] + zstandard.ZstdCompressor().compress(bytes(body))
+    if how == "sparse words out of order":
+        head = maskstore._HEAD.size + maskstore._HEAD.unpack_from(payload)[4]
+        body = bytearray(zstandard.ZstdDecompressor().decompress(payload[head:]))
+        n_rest = maskstore._HEAD.unpack_from(payload)[2] - 1
+        n_masks, n_frames = maskstore._BODY.unpack_from(body)[:2]
+        counts_at = maskstore._BODY.size + 8 * n_rest + 8 * n_frames
+        counts = np.frombuffer(bytes(body[counts_at : counts_at + 4 * n_masks]), dtype="<u4")
+        sparse = np.where(counts == b.n_words, 0, counts)
+        m = int(np.flatnonzero(sparse >= 2)[0])  # a sparse mask of two words or more
+        at = counts_at + 4 * n_masks + 4 * int(sparse[:m].sum())
+        body[at : at + 4], body[at + 4 : at + 8] = body[at + 4 : at + 8], body[at : at + 4]
+        payload = payload[:head] + zstandard.ZstdCompressor().compress(bytes(body))
     return payload
 
 
-HEAD_PROBLEMS = ["garbage", "a token never allowed", "another width"]  # refused on loading
+# refused when the store is loaded, and when its compressed part is first needed
+HEAD_PROBLEMS = ["garbage", "a token never allowed", "another width"]
 REST_PROBLEMS = ["a token never allowed, after the start", "state of no artifact",
-                 "unclipped counter", "unsorted"]  # refused when the rest is first needed  # fmt: skip
+                 "unclipped counter", "unsorted", "sparse words out of order"]  # fmt: skip
 
 
 @pytest.mark.parametrize("how", HEAD_PROBLEMS + REST_PROBLEMS)

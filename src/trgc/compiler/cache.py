@@ -8,10 +8,14 @@ the canonical JSON of the source kind, the source's SHA-256, the options and the
 payload is the artifact's canonical bytes.
 
 Nothing read is trusted blindly: the `DiskCache` checks the entry's digest and the key stored
-inside it, then the payload is decoded with every check `trgc.artifact.codec.decode` makes
-and its metadata must name the same source hash, limits and compiler version. A payload that
-fails is refused (`E_CACHE_ENTRY_PAYLOAD`, counted and removed) and the source is compiled
-again. New artifacts are published in the background (`DiskCache.put_later`): a compile does
+inside it, then the payload is decoded (`trgc.artifact.codec.decode_deferred`: framing,
+digest, metadata, specials, byte classes, source hash now) and its metadata must name the
+same source hash, limits and compiler version. A payload that fails is refused
+(`E_CACHE_ENTRY_PAYLOAD`, counted and removed) and the source is compiled again. The machine
+tables, with every other check of `trgc.artifact.codec.decode`, are decoded when the engine
+first needs them (a warm matcher's first mask, read from its mask store, needs none): a
+failure then raises `E_CACHE_ENTRY_PAYLOAD` from that call and removes the entry, so the next
+compile of the source compiles it. New artifacts are published in the background (`DiskCache.put_later`): a compile does
 not wait for the cache's file system.
 """
 

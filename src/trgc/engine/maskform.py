@@ -65,32 +65,31 @@ class Dense:
 
 class Sparse:
     """A mask kept as its nonzero words: positions and values (uint32 arrays, often views of
-    a store's bytes). What a fill needs is made on the first fill: a store loads hundreds of
-    masks of which a decoder may use a few."""
+    a store's bytes), with what a fill needs made when the form is: a mask is often written
+    once, right after an `advance`, where any extra step runs cold. `items` may be given (a
+    store makes the pairs of all its masks in two list conversions)."""
 
     __slots__ = ("n_words", "positions", "values", "items", "index")
 
-    def __init__(self, n_words: int, positions: np.ndarray, values: np.ndarray) -> None:
+    def __init__(
+        self, n_words: int, positions: np.ndarray, values: np.ndarray, items: tuple | None = None
+    ) -> None:
         self.n_words = n_words
         self.positions = positions
         self.values = values
-        self.items: tuple | None = None  # (position, int32 value) pairs; () past LOOP_WORDS
-        self.index: np.ndarray | None = None  # positions and values for numpy, past LOOP_WORDS
-
-    def _prepare(self) -> tuple:
-        signed = self.values.astype("<u4").view(np.int32)
-        if self.positions.size <= LOOP_WORDS:
-            self.items = tuple(zip(self.positions.tolist(), signed.tolist(), strict=True))
-        else:
-            self.index = np.stack([self.positions.astype(np.intp), signed.astype(np.intp)])
-            self.items = ()
-        return self.items
+        self.index: np.ndarray | None = None  # positions and values for numpy past LOOP_WORDS
+        if positions.size > LOOP_WORDS:
+            signed = values.astype("<u4").view(np.int32)
+            self.index = np.stack([positions.astype(np.intp), signed.astype(np.intp)])
+            items = ()
+        elif items is None:
+            signed = values.astype("<u4").view(np.int32)
+            items = tuple(zip(positions.tolist(), signed.tolist(), strict=True))
+        self.items = items  # (position, int32 value) pairs; () past LOOP_WORDS
 
     def fill(self, row: Row) -> None:
-        items = self.items
-        if items is None:
-            items = self._prepare()
         row.bytes8.fill(0)
+        items = self.items
         if items:
             out = row.items
             for position, value in items:

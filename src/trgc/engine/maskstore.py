@@ -4,31 +4,41 @@ A mask is a function of the configuration's `mask_key` and the binding (artifact
 table, compiler version, special-token policy), so the masks one process computed for an
 artifact are valid in every later process bound the same way: with a store, a configuration
 seen before is a dictionary lookup instead of frame entries read, combined and checked (about
-2 us instead of 50 us and more). The entry's key is an `EntryKey` of kind `masks` whose
-subject is the artifact's identity, with the tokenizer identity, compiler version and policy
-as its own fields; the payload is one zstd frame of (little-endian):
+2 us instead of 50 us and more). The entry's key is an `EntryKey` of kind `masks` (format 2)
+whose subject is the artifact's identity, with the tokenizer identity, compiler version and
+policy as its own fields. The payload (little-endian) puts the start configuration's mask on
+its own, so that a warm matcher's first mask is read and checked without the others:
 
-    magic     8 bytes  b"TRGCMSK1"
-    n_words   u32      words per mask (ceil(vocab_size / 32))
-    n_configs u32      configurations, sorted by their mask key
-    n_masks   u32      distinct masks, in order of first use by the sorted configurations
-    n_frames  u32      frames of all configurations together
-    lengths   u32[n_configs]        frames per configuration (>= 1)
-    frames    int64[n_frames]       the mask keys' frames, bottom first
-    index     u32[n_configs]        mask of each configuration
-    masks     uint32[n_masks, n_words]
+    magic      8 bytes  b"TRGCMSK2"
+    n_words    u32      words per mask (ceil(vocab_size / 32))
+    n_configs  u32      configurations in all, the start one included
+    body_size  u32      bytes of the decompressed body below
+    start_size u32      bytes of the start mask (0: the store lacks the start configuration)
+    start      one mask in the bytes of `trgc.engine.maskform` (sparse or dense)
+    body       one zstd frame of:
+      n_masks, n_frames, n_sparse, n_dense   u32 each
+      lengths   u32[n_rest]        frames per configuration (>= 1), n_rest = the others
+      frames    int64[n_frames]    their mask keys' frames, bottom first, keys sorted
+      index     u32[n_rest]        the mask of each configuration
+      counts    u32[n_masks]       nonzero words of a sparse mask (< n_words / 2), or n_words
+      positions u32[n_sparse]      the sparse masks' nonzero words, mask after mask
+      values    u32[n_sparse]
+      dense     uint32[n_dense, n_words]   the dense masks, in mask order
 
-Same masks, same bytes. Nothing is trusted blindly: on top of the container's digest and key,
-a payload that does not decompress, has another magic or sizes, configurations out of order,
-frames naming no state of this artifact or counters past the token length they are clipped
-to, a mask index out of range or a bit on a token no mask of the binding can allow (one
-without bytes that is neither EOS nor a special token of the grammar, or past `vocab_size`)
-is refused (`E_CACHE_ENTRY_PAYLOAD`),
-removed, and the masks are computed again. A store holds at most `MAX_CONFIGS`
-configurations; it is republished (replacing the entry) in a quiet moment whenever its
-matcher computed new masks, so when several processes extend one store at once the last
-writer's whole store wins (every version is a sound store; the others' new masks are computed
-again later).
+Distinct masks are numbered in order of first use by the sorted configurations; a mask is
+sparse exactly when that form is the smaller. Same masks, same bytes. Nothing is trusted
+blindly: on top of the container's digest and key, loading checks the header (magic, width,
+sizes) and the start mask (its form, and no bit on a token no mask of the binding can allow:
+one without bytes that is neither EOS nor a special token of the grammar, or past
+`vocab_size`); the body is decompressed and checked when a configuration other than the
+start one is first looked up (sizes, configurations sorted and distinct, frames naming states
+of this artifact with counters clipped, indices in range, sparse words in order and nonzero,
+the bits of every mask). A payload that fails is refused (`E_CACHE_ENTRY_PAYLOAD`), removed,
+and the masks are computed again (a start mask already answered was checked on its own). A
+store holds at most `MAX_CONFIGS` configurations; it is republished (replacing the entry) in
+a quiet moment whenever its matcher computed new masks, so when several processes extend one
+store at once the last writer's whole store wins (every version is a sound store; the
+others' new masks are computed again later).
 """
 
 from __future__ import annotations
@@ -153,15 +163,18 @@ def _forms(binding: Binding, counts, positions, values, dense) -> list[maskform.
     if (values & ~possible[positions]).any() or (dense & ~possible).any():
         raise _bad("a mask allows a token this binding never allows (or one past the vocabulary)")
     forms: list[maskform.Form] = []
-    starts = (ends - sparse_counts).tolist()
+    starts, stops = (ends - sparse_counts).tolist(), ends.tolist()
+    at, signed = positions.tolist(), values.view(np.int32).tolist()  # every mask's pairs at once
     row = 0
     for m, dense_mask in enumerate(is_dense.tolist()):
         if dense_mask:
             forms.append(maskform.Dense(memoryview(dense[row]).cast("B")))
             row += 1
-        else:
-            a, b = starts[m], int(ends[m])
-            forms.append(maskform.Sparse(n_words, positions[a:b], values[a:b]))
+            continue
+        a, b = starts[m], stops[m]
+        small = b - a <= maskform.LOOP_WORDS
+        items = tuple(zip(at[a:b], signed[a:b], strict=True)) if small else None
+        forms.append(maskform.Sparse(n_words, positions[a:b], values[a:b], items))
     return forms
 
 

@@ -151,17 +151,28 @@ def decode(data: bytes | memoryview, at: int, n_words: int) -> tuple[Form, int]:
         raise FormError("a sparse mask is cut short")
     positions = np.frombuffer(data, dtype="<u4", count=count, offset=at)
     values = np.frombuffer(data, dtype="<u4", count=count, offset=at + 4 * count)
-    if count and (
+    items = None
+    if count <= LOOP_WORDS:  # the usual start mask: checked in Python, no numpy call
+        at_ = struct.unpack_from(f"<{count}I", data, at)
+        words = struct.unpack_from(f"<{count}i", data, at + 4 * count)
+        if any(a >= b for a, b in zip(at_, at_[1:], strict=False)) or not all(words) or (
+            count and at_[-1] >= n_words
+        ):
+            raise FormError("sparse positions out of order or range, or a zero word")
+        items = tuple(zip(at_, words, strict=True))
+    elif (
         int(positions[-1]) >= n_words
         or (np.diff(positions.astype(np.int64)) <= 0).any()
         or not values.all()
     ):
         raise FormError("sparse positions out of order or range, or a zero word")
-    return Sparse(n_words, positions, values), end
+    return Sparse(n_words, positions, values, items), end
 
 
 def allows_only(form: Form, possible: np.ndarray) -> bool:
     """True when every token `form` allows is one of `possible` (packed uint32 words)."""
     if isinstance(form, Sparse):
+        if form.items:  # a few words: item by item
+            return not any(value & ~int(possible[at]) & 0xFFFFFFFF for at, value in form.items)
         return not (form.values & ~possible[form.positions]).any()
     return not (form.words() & ~possible).any()

@@ -269,7 +269,9 @@ def decode_store(binding: Binding, payload: bytes) -> dict[MaskKey, maskform.For
 
 def _possible_words(binding: Binding) -> np.ndarray:
     """Packed: the tokens a mask of this binding may allow at all (byte tokens, the grammar's
-    special tokens, EOS); computed once per binding."""
+    special tokens, EOS); computed once per binding, and once per token table for the
+    bindings whose grammar names no special token (most schemas: a warm first mask is then
+    checked without a pass over the vocabulary)."""
     found = binding._lazy.get("possible_words")
     if found is None:
         shared = binding.vocab._lazy

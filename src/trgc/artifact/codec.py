@@ -284,8 +284,9 @@ class _Reader:
             raise _corrupt(f"section {self.tag}: {self.end - self.pos} unexpected trailing bytes")
 
 
-def _frame_sections(data: bytes) -> dict[bytes, tuple[int, int]]:
-    """Check magic, version and section framing; return tag -> (payload start, end)."""
+def _frame_sections(data: bytes, digest: bool = True) -> dict[bytes, tuple[int, int]]:
+    """Check magic, version, section framing and (unless `digest` is False: the caller
+    checks it with `_check_digest`) the digest; return tag -> (payload start, end)."""
     if len(data) < 4:
         raise _truncated(f"artifact content is {len(data)} bytes, shorter than its header")
     if data[:4] != MAGIC:
@@ -330,13 +331,19 @@ def _frame_sections(data: bytes) -> dict[bytes, tuple[int, int]]:
         pos = padded
     if pos != len(data):
         raise _corrupt(f"{len(data) - pos} unexpected bytes after the last section")
-    digest_start, digest_end = sections[b"DGST"]
-    if (
-        hashlib.sha256(data[: digest_start - SECTION_HEADER_SIZE]).digest()
-        != data[digest_start:digest_end]
-    ):
-        raise _corrupt("content digest mismatch: the artifact's bytes were altered")
+    if digest:
+        _check_digest(data, sections)
     return sections
+
+
+def _check_digest(data: bytes, sections: dict[bytes, tuple[int, int]]):
+    """Compare section DGST with the SHA-256 of everything before it; return that hash's
+    state (the identity hash continues from it)."""
+    digest_start, digest_end = sections[b"DGST"]
+    state = hashlib.sha256(memoryview(data)[: digest_start - SECTION_HEADER_SIZE])
+    if state.digest() != data[digest_start:digest_end]:
+        raise _corrupt("content digest mismatch: the artifact's bytes were altered")
+    return state
 
 
 def _decode_metadata(data: bytes, start: int, end: int) -> dict:
@@ -684,4 +691,89 @@ def load_artifact(
             f"artifact identity is {identity(artifact)}, expected {expect}",
             source=str(path),
         )
+    return artifact
+
+
+# ---------------------------------------------------------------------------- deferred decoding
+
+
+class _DeferredArtifact(Artifact):
+    """An `Artifact` whose machines are decoded when first read (`decode_deferred`).
+
+    Every field but `machines` is set when it is made, from sections that were checked then;
+    the first read of `machines` runs the whole eager `decode` over the same bytes (every check
+    it makes, the ones made before included) and keeps its machines. A failure there is passed
+    to the caller's `on_error`, which returns the error to raise (and may, say, remove a cache
+    entry), and is raised again on every later read: nothing of an artifact that fails its
+    checks is ever used."""
+
+    def __init__(self, data: bytes, limits: Limits, fields: dict, on_error) -> None:
+        for name, value in fields.items():
+            object.__setattr__(self, name, value)
+        object.__setattr__(self, "_cache", {"canonical": data})
+        object.__setattr__(self, "_deferred", [data, limits, on_error, None])
+
+    @property
+    def machines(self) -> tuple[Machine, ...]:  # type: ignore[override]
+        decoded = self.__dict__.get("_machines")
+        if decoded is not None:
+            return decoded
+        data, limits, on_error, failed = self._deferred
+        if failed is not None:
+            raise failed
+        try:
+            full = decode(data, limits=limits)
+        except TrgcError as error:
+            failed = self._deferred[3] = on_error(error) if on_error is not None else error
+            raise failed from None
+        # an idempotent publication: threads racing here decode equal machines
+        return self.__dict__.setdefault("_machines", full.machines)
+
+    def __reduce__(self):
+        """Pickled (or copied) as the plain artifact it stands for, its machines decoded."""
+        fields = (self.metadata, self.byte_class, self.n_classes, self.specials, self.machines,
+                  self.max_depth)  # fmt: skip
+        return (Artifact, fields)
+
+
+def decode_deferred(data: bytes, *, limits: Limits = DEFAULT_LIMITS, on_error=None) -> Artifact:
+    """Canonical bytes as an `Artifact` whose machine tables are decoded on first use.
+
+    Checked now: framing and digest (hashed once with the identity, which is kept), META
+    (canonical JSON), SPEC, BCLS, SRCH, and MACH's `max_depth` (at least 1, within the
+    reader's limit, equal to the metadata's): everything the artifact's identity, metadata,
+    specials and byte classes depend on. The machines, LIMT, and every check `decode` makes,
+    come when `machines` is first read (by the engine, when it first needs the transition tables); an error there goes
+    through `on_error(error) -> error to raise`. For a reader that may need no table at all
+    before its first answer (a mask read from a store keyed by the artifact's identity), this
+    skips most of the decode's cost; the bytes and the eager `decode` are unchanged. Errors
+    now: those of `decode` for the sections above."""
+    data = bytes(data)
+    sections = _frame_sections(data, digest=False)
+    state = _check_digest(data, sections)
+    digest_start = sections[b"DGST"][0]
+    state.update(memoryview(data)[digest_start - SECTION_HEADER_SIZE :])
+    metadata = _decode_metadata(data, *sections[b"META"])
+    specials = _decode_specials(data, *sections[b"SPEC"])
+    byte_class, n_classes = _decode_byte_classes(data, *sections[b"BCLS"])
+    start, end = sections[b"MACH"]
+    max_depth = _Reader(data, start, end, "MACH").u32("max_depth")
+    if max_depth < 1:
+        raise _corrupt("section MACH: max_depth must be at least 1")
+    check_limit("max_depth", max_depth, limits.max_depth, "the artifact's max_depth")
+    if "max_depth" in metadata and metadata["max_depth"] != max_depth:
+        raise _corrupt("section MACH max_depth disagrees with the metadata")
+    source_start, source_end = sections[b"SRCH"]
+    source_hash = data[source_start:source_end]
+    expected_source = metadata.get("source_sha256")
+    if len(source_hash) != DIGEST_SIZE or (
+        expected_source != "sha256:" + source_hash.hex()
+        if source_hash != NO_SOURCE_HASH
+        else expected_source is not None
+    ):
+        raise _corrupt("section SRCH disagrees with the metadata's source_sha256")
+    fields = {"metadata": metadata, "byte_class": byte_class, "n_classes": n_classes,
+              "specials": specials, "max_depth": max_depth}  # fmt: skip
+    artifact = _DeferredArtifact(data, limits, fields, on_error)
+    artifact._cache["sha256"] = "sha256:" + state.hexdigest()  # of all the bytes: the identity
     return artifact

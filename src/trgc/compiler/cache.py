@@ -8,10 +8,14 @@ the canonical JSON of the source kind, the source's SHA-256, the options and the
 payload is the artifact's canonical bytes.
 
 Nothing read is trusted blindly: the `DiskCache` checks the entry's digest and the key stored
-inside it, then the payload is decoded with every check `trgc.artifact.codec.decode` makes
-and its metadata must name the same source hash, limits and compiler version. A payload that
-fails is refused (`E_CACHE_ENTRY_PAYLOAD`, counted and removed) and the source is compiled
-again. New artifacts are published in the background (`DiskCache.put_later`): a compile does
+inside it, then the payload is decoded (`trgc.artifact.codec.decode_deferred`: framing,
+digest, metadata, specials, byte classes, source hash now) and its metadata must name the
+same source hash, limits and compiler version. A payload that fails is refused
+(`E_CACHE_ENTRY_PAYLOAD`, counted and removed) and the source is compiled again. The machine
+tables, with every other check of `trgc.artifact.codec.decode`, are decoded when the engine
+first needs them (a warm matcher's first mask, read from its mask store, needs none): a
+failure then raises `E_CACHE_ENTRY_PAYLOAD` from that call and removes the entry, so the next
+compile of the source compiles it. New artifacts are published in the background (`DiskCache.put_later`): a compile does
 not wait for the cache's file system.
 """
 
@@ -23,12 +27,15 @@ import json
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
-from trgc.artifact.codec import FORMAT_VERSION, encode, from_canonical
+from trgc.artifact.codec import FORMAT_VERSION, decode_deferred, encode
 from trgc.artifact.model import Artifact
 from trgc.errors import TrgcError
 from trgc.limits import Limits
 
 KIND = "artifact"
+LATE_HINT = (
+    "the entry was removed; compile the source again (it is compiled, not read, next time)"
+)
 
 
 @runtime_checkable
@@ -42,6 +49,16 @@ class EntryStore(Protocol):
     def put_later(self, key: Any, make_payload: Callable[[], bytes]) -> None: ...
     def discard(self, key: Any, error: TrgcError) -> None: ...
     def path_of(self, key: Any) -> Any: ...
+
+
+@functools.lru_cache(maxsize=16)
+def _is_entry_store(kind: type) -> bool:
+    """`isinstance(x, EntryStore)` by the type (a runtime protocol check walks the protocol's
+    members every time: 30 us, a tenth of a warm compile)."""
+    return all(callable(getattr(kind, name, None)) for name in _STORE_METHODS)
+
+
+_STORE_METHODS = ("entry_key", "get", "put_later", "discard", "path_of")
 
 
 @functools.lru_cache(maxsize=64)
@@ -58,11 +75,21 @@ def artifact_key(
     of its bytes) with `options` (JSON values only) and `limits`."""
     from trgc import __version__
 
-    defining = {"source_kind": source_kind, "source_sha256": source_sha256, "options": options,
-                "limits": _limits_dict(limits)}  # fmt: skip
-    canonical = json.dumps(defining, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    # the canonical JSON of {limits, options, source_kind, source_sha256} (sorted keys), with
+    # the limits' part written once per `Limits`
+    canonical = "".join((_limits_json(limits), ',"options":', _json(options), ',"source_kind":',
+                         _json(source_kind), ',"source_sha256":', _json(source_sha256), "}"))  # fmt: skip
     subject = hashlib.sha256(canonical.encode()).hexdigest()
     return cache.entry_key(KIND, FORMAT_VERSION, "", __version__, "", subject)
+
+
+_json = functools.partial(json.dumps, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+@functools.lru_cache(maxsize=64)
+def _limits_json(limits: Limits) -> str:
+    """The start of the key's canonical JSON: `{"limits":{...}`."""
+    return '{"limits":' + _json(_limits_dict(limits))
 
 
 def text_identity(source_kind: str, text: object) -> tuple[str, str, str] | None:
@@ -96,11 +123,16 @@ def schema_identity(schema: object) -> tuple[str, str, str | None] | None:
     return "trj-value", hashlib.sha256(text.encode()).hexdigest(), None
 
 
-def _verified(payload: bytes, source_sha256: str | None, limits: Limits) -> Artifact:
-    """The artifact in `payload`, decoded and checked against what its key promises."""
+def _verified(
+    payload: bytes, source_sha256: str | None, limits: Limits, on_error: Callable
+) -> Artifact:
+    """The artifact in `payload`, checked against what its key promises. Its machine tables
+    are decoded, with every check of `trgc.artifact.codec.decode`, when first used
+    (`decode_deferred`): a warm matcher's first mask needs none of them. A failure then goes
+    through `on_error`."""
     from trgc import __version__
 
-    artifact = from_canonical(payload, limits=limits)
+    artifact = decode_deferred(payload, limits=limits, on_error=on_error)
     metadata = artifact.metadata
     if source_sha256 is not None and metadata.get("source_sha256") not in (
         None,
@@ -116,6 +148,18 @@ def _verified(payload: bytes, source_sha256: str | None, limits: Limits) -> Arti
     return artifact
 
 
+def _refused(cache: EntryStore, key: Any, error: TrgcError, hint: str) -> TrgcError:
+    """Remove the entry under `key` as refused (`E_CACHE_ENTRY_PAYLOAD`); the error reported."""
+    refusal = TrgcError(
+        "E_CACHE_ENTRY_PAYLOAD",
+        f"cache entry refused: {error.message}",
+        source=str(cache.path_of(key)),
+        hint=hint,
+    )
+    cache.discard(key, refusal)
+    return refusal
+
+
 def cached_compile(
     cache: EntryStore | None,
     identity: tuple[str, str, str | None] | None,
@@ -129,7 +173,7 @@ def cached_compile(
     `compile_now()`."""
     if cache is None or identity is None:
         return compile_now()
-    if not isinstance(cache, EntryStore):
+    if not _is_entry_store(type(cache)):
         raise TrgcError(
             "E_ARGUMENT_TYPE",
             f"cache: expected a DiskCache or None, got {type(cache).__name__}",
@@ -139,18 +183,11 @@ def cached_compile(
     key = artifact_key(cache, source_kind, digest, options, limits)
     payload = cache.get(key)
     if payload is not None:
+        late = functools.partial(_refused, cache, key, hint=LATE_HINT)
         try:
-            return _verified(payload, source_sha256, limits)
+            return _verified(payload, source_sha256, limits, late)
         except TrgcError as error:
-            cache.discard(
-                key,
-                TrgcError(
-                    "E_CACHE_ENTRY_PAYLOAD",
-                    f"cache entry refused: {error.message}",
-                    source=str(cache.path_of(key)),
-                    hint="the entry was removed; the source is compiled again",
-                ),
-            )
+            _refused(cache, key, error, "the entry was removed; the source is compiled again")
     artifact = compile_now()
     cache.put_later(key, lambda: encode(artifact))
     return artifact

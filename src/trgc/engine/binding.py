@@ -25,6 +25,8 @@ from trgc.engine.vocab import VocabTables, vocab_tables
 from trgc.errors import TrgcError
 
 SPECIAL_POLICY = "trgc-specials-1"
+_NONE = np.zeros(0, dtype=np.int64)
+_NONE.flags.writeable = False
 
 
 def compiler_version(artifact: Artifact) -> str:
@@ -45,9 +47,12 @@ class Binding:
 
     The token-table arrays are the tokenizer's `VocabTables` (shared by every binding over the
     table); only `byte_token` and `node_tok` are the binding's own, and only when its grammar
-    names a special token that the table spells with bytes."""
+    names a special token that the table spells with bytes. The artifact's global-state
+    `tables` are flattened when first read, not when the binding is made: a mask read from a
+    store keyed by `key` needs none of them (nor the artifact's machines), so a warm matcher's
+    first mask costs nothing proportional to the artifact."""
 
-    tables: Tables
+    artifact: Artifact
     vocab: VocabTables
     vocab_size: int
     offsets: np.ndarray  # int64[V + 1]: token bytes in `data`
@@ -66,6 +71,14 @@ class Binding:
     trie_depth: int  # deepest trie node (longest token in bytes)
     key: tuple[str, str, str, str]  # (artifact, tokenizer, compiler version, special policy)
     _lazy: dict = field(default_factory=dict, repr=False)  # derived tables built on first use
+
+    @property
+    def tables(self) -> Tables:
+        """The artifact's tables over global states (`flatten`, memoised on the artifact)."""
+        found = self._lazy.get("tables")
+        if found is None:
+            found = self._lazy["tables"] = flatten(self.artifact)
+        return found
 
     @property
     def n_words(self) -> int:
@@ -128,20 +141,23 @@ def bind(artifact: Artifact, tokenizer) -> Binding:
     cached = artifact._cache.get(memo_key)
     if cached is not None:
         return cached
-    tables = flatten(artifact)
     vocab = vocab_tables(tokenizer)
-    special_ids = np.array([_special_id(tokenizer, n) for n in artifact.specials], dtype=np.int64)
-    special_syms = np.array(
-        [artifact.n_classes + k for k in range(len(artifact.specials))], dtype=np.int64
-    )
-    byte_token = vocab.byte_base
-    if special_ids.size and vocab.byte_base[special_ids].any():
-        byte_token = vocab.byte_base.copy()
-        byte_token[special_ids] = False
-        byte_token.flags.writeable = False
+    byte_token, node_tok = vocab.byte_base, vocab.node_tok
+    if artifact.specials:
+        special_ids = np.array([_special_id(tokenizer, n) for n in artifact.specials],
+                               dtype=np.int64)  # fmt: skip
+        special_syms = np.arange(len(artifact.specials), dtype=np.int64) + artifact.n_classes
+        spelled = special_ids[vocab.byte_base[special_ids]]
+        if spelled.size:
+            byte_token = vocab.byte_base.copy()
+            byte_token[special_ids] = False
+            byte_token.flags.writeable = False
+            node_tok = vocab.node_tokens(spelled)
+    else:  # most schemas: nothing of the binding's own, the token table's arrays as they are
+        special_ids = special_syms = _NONE
     check_longest(vocab.longest)
     binding = Binding(
-        tables=tables,
+        artifact=artifact,
         vocab=vocab,
         vocab_size=vocab.vocab_size,
         offsets=vocab.offsets,
@@ -156,7 +172,7 @@ def bind(artifact: Artifact, tokenizer) -> Binding:
         parent=vocab.parent,
         token_start=vocab.token_start,
         token_ids=vocab.token_ids,
-        node_tok=vocab.node_tokens(special_ids[vocab.byte_base[special_ids]]),
+        node_tok=node_tok,
         trie_depth=vocab.longest,
         key=(
             artifact.sha256,

@@ -274,6 +274,7 @@ class DiskCache:
             raise ValueError("max_bytes and max_entry_bytes must be non-negative")
         self.max_entry_bytes = min(int(max_entry_bytes), self.max_bytes)
         self.layout = self.root / LAYOUT
+        self._layout_text = str(self.layout)
         self.stats = CacheStats()
         self._publisher: _Publisher | None = None
         self._publisher_lock = threading.Lock()
@@ -287,8 +288,12 @@ class DiskCache:
 
     # -- paths and the ledger -------------------------------------------------------------
     def path_of(self, key: EntryKey) -> Path:
+        return Path(self._path_text(key))
+
+    def _path_text(self, key: EntryKey) -> str:
+        """`path_of` as a string (a hit reads by it: pathlib's joins cost more than the open)."""
         address = key.address()
-        return self.layout / key.kind / address[:2] / (address + SUFFIX)
+        return os.path.join(self._layout_text, key.kind, address[:2], address + SUFFIX)
 
     @property
     def _ledger(self) -> Path:
@@ -359,14 +364,14 @@ class DiskCache:
 
     def get(self, key: EntryKey) -> bytes | None:
         """The payload stored under `key`, or None (absent, or refused and removed)."""
-        path = self.path_of(key)
+        path = self._path_text(key)
         try:
             payload, mtime = self._read(key, path)
         except OSError:
             self.stats.misses += 1
             return None
         except TrgcError as refused:
-            self._refuse(refused, path)
+            self._refuse(refused, Path(path))
             self.stats.misses += 1
             return None
         if time.time() - mtime > TOUCH_AFTER_SECONDS:
@@ -380,7 +385,7 @@ class DiskCache:
         own checks, `E_CACHE_ENTRY_PAYLOAD`): counted like any refusal, and removed."""
         self._refuse(error, self.path_of(key))
 
-    def _read(self, key: EntryKey, path: Path) -> tuple[bytes, float]:
+    def _read(self, key: EntryKey, path: Path | str) -> tuple[bytes, float]:
         """(payload, modification time); the size is checked before anything is read."""
         with open(path, "rb") as handle:
             st = os.fstat(handle.fileno())

@@ -4,31 +4,41 @@ A mask is a function of the configuration's `mask_key` and the binding (artifact
 table, compiler version, special-token policy), so the masks one process computed for an
 artifact are valid in every later process bound the same way: with a store, a configuration
 seen before is a dictionary lookup instead of frame entries read, combined and checked (about
-2 us instead of 50 us and more). The entry's key is an `EntryKey` of kind `masks` whose
-subject is the artifact's identity, with the tokenizer identity, compiler version and policy
-as its own fields; the payload is one zstd frame of (little-endian):
+2 us instead of 50 us and more). The entry's key is an `EntryKey` of kind `masks` (format 2)
+whose subject is the artifact's identity, with the tokenizer identity, compiler version and
+policy as its own fields. The payload (little-endian) puts the start configuration's mask on
+its own, so that a warm matcher's first mask is read and checked without the others:
 
-    magic     8 bytes  b"TRGCMSK1"
-    n_words   u32      words per mask (ceil(vocab_size / 32))
-    n_configs u32      configurations, sorted by their mask key
-    n_masks   u32      distinct masks, in order of first use by the sorted configurations
-    n_frames  u32      frames of all configurations together
-    lengths   u32[n_configs]        frames per configuration (>= 1)
-    frames    int64[n_frames]       the mask keys' frames, bottom first
-    index     u32[n_configs]        mask of each configuration
-    masks     uint32[n_masks, n_words]
+    magic      8 bytes  b"TRGCMSK2"
+    n_words    u32      words per mask (ceil(vocab_size / 32))
+    n_configs  u32      configurations in all, the start one included
+    body_size  u32      bytes of the decompressed body below
+    start_size u32      bytes of the start mask (0: the store lacks the start configuration)
+    start      one mask in the bytes of `trgc.engine.maskform` (sparse or dense)
+    body       one zstd frame of:
+      n_masks, n_frames, n_sparse, n_dense   u32 each
+      lengths   u32[n_rest]        frames per configuration (>= 1), n_rest = the others
+      frames    int64[n_frames]    their mask keys' frames, bottom first, keys sorted
+      index     u32[n_rest]        the mask of each configuration
+      counts    u32[n_masks]       nonzero words of a sparse mask (< n_words / 2), or n_words
+      positions u32[n_sparse]      the sparse masks' nonzero words, mask after mask
+      values    u32[n_sparse]
+      dense     uint32[n_dense, n_words]   the dense masks, in mask order
 
-Same masks, same bytes. Nothing is trusted blindly: on top of the container's digest and key,
-a payload that does not decompress, has another magic or sizes, configurations out of order,
-frames naming no state of this artifact or counters past the token length they are clipped
-to, a mask index out of range or a bit on a token no mask of the binding can allow (one
-without bytes that is neither EOS nor a special token of the grammar, or past `vocab_size`)
-is refused (`E_CACHE_ENTRY_PAYLOAD`),
-removed, and the masks are computed again. A store holds at most `MAX_CONFIGS`
-configurations; it is republished (replacing the entry) in a quiet moment whenever its
-matcher computed new masks, so when several processes extend one store at once the last
-writer's whole store wins (every version is a sound store; the others' new masks are computed
-again later).
+Distinct masks are numbered in order of first use by the sorted configurations; a mask is
+sparse exactly when that form is the smaller. Same masks, same bytes. Nothing is trusted
+blindly: on top of the container's digest and key, loading checks the header (magic, width,
+sizes) and the start mask (its form, and no bit on a token no mask of the binding can allow:
+one without bytes that is neither EOS nor a special token of the grammar, or past
+`vocab_size`); the body is decompressed and checked when a configuration other than the
+start one is first looked up (sizes, configurations sorted and distinct, frames naming states
+of this artifact with counters clipped, indices in range, sparse words in order and nonzero,
+the bits of every mask). A payload that fails is refused (`E_CACHE_ENTRY_PAYLOAD`), removed,
+and the masks are computed again (a start mask already answered was checked on its own). A
+store holds at most `MAX_CONFIGS` configurations; it is republished (replacing the entry) in
+a quiet moment whenever its matcher computed new masks, so when several processes extend one
+store at once the last writer's whole store wins (every version is a sound store; the
+others' new masks are computed again later).
 """
 
 from __future__ import annotations
@@ -37,18 +47,21 @@ import struct
 
 import numpy as np
 
+from trgc.engine import maskform
 from trgc.engine.binding import Binding
 from trgc.engine.bits import pack
 from trgc.engine.cache import MaskCache
-from trgc.engine.config import CLIP_MASK, STATE_MASK
+from trgc.engine.config import CLIP_MASK, START, STATE_MASK
 from trgc.engine.diskcache import DiskCache, EntryKey
 from trgc.errors import TrgcError
 
 KIND = "masks"
-FORMAT = 1
-MAGIC = b"TRGCMSK1"
-_HEAD = struct.Struct("<8sIIII")
+FORMAT = 2
+MAGIC = b"TRGCMSK2"
+_HEAD = struct.Struct("<8sIIII")  # magic, n_words, n_configs, body_size, start_size
+_BODY = struct.Struct("<IIII")  # n_masks, n_frames, n_sparse (words), n_dense (masks)
 MAX_CONFIGS = 4096  # configurations per store; beyond it new masks stay in memory only
+HEAD_FRAMES = 1 << 12  # frames per configuration the header's size check allows at most
 ZSTD_LEVEL = 3
 
 MaskKey = tuple[int, ...]
@@ -60,55 +73,166 @@ def store_key(binding: Binding) -> EntryKey:
     return EntryKey(KIND, FORMAT, tokenizer, compiler, policy, f"artifact {artifact}")
 
 
-def encode_store(n_words: int, masks: dict[MaskKey, np.ndarray]) -> bytes:
-    """The payload of a store holding `masks` (mask key -> uint32 words)."""
+def _words(mask) -> np.ndarray:
+    return mask if isinstance(mask, np.ndarray) else mask.words()
+
+
+def encode_store(n_words: int, masks: dict) -> bytes:
+    """The payload of a store holding `masks` (mask key -> uint32 words or a `maskform`
+    form): the start configuration's mask on its own, then one zstd frame of the others."""
     import zstandard
 
-    keys = sorted(masks)
+    start = masks.get(START)
+    start_bytes = b"" if start is None else maskform.encode(_words(start))
+    keys = sorted(k for k in masks if k != START)
     slot: dict[bytes, int] = {}
+    distinct: list[np.ndarray] = []
     index = np.empty(len(keys), dtype="<u4")
     for i, key in enumerate(keys):
-        index[i] = slot.setdefault(masks[key].tobytes(), len(slot))
+        words = np.ascontiguousarray(_words(masks[key]), dtype="<u4")
+        found = slot.setdefault(words.tobytes(), len(slot))
+        if found == len(distinct):
+            distinct.append(words)
+        index[i] = found
+    counts = np.empty(len(distinct), dtype="<u4")
+    positions, values, dense = [], [], []
+    for m, words in enumerate(distinct):
+        nonzero = np.flatnonzero(words)
+        if 2 * nonzero.size < n_words:
+            counts[m] = nonzero.size
+            positions.append(nonzero.astype("<u4"))
+            values.append(words[nonzero])
+        else:
+            counts[m] = n_words
+            dense.append(words)
     lengths = np.array([len(k) for k in keys], dtype="<u4")
     frames = np.array([f for k in keys for f in k], dtype="<i8")
-    head = _HEAD.pack(MAGIC, n_words, len(keys), len(slot), frames.size)
-    body = b"".join((head, lengths.tobytes(), frames.tobytes(), index.tobytes(), *slot))
-    return zstandard.ZstdCompressor(level=ZSTD_LEVEL).compress(body)
+    n_sparse = int(sum(p.size for p in positions))
+    body = b"".join((_BODY.pack(len(distinct), frames.size, n_sparse, len(dense)),
+                     lengths.tobytes(), frames.tobytes(), index.tobytes(), counts.tobytes(),
+                     *(p.tobytes() for p in positions), *(v.tobytes() for v in values),
+                     *(d.tobytes() for d in dense)))  # fmt: skip
+    n_configs = len(keys) + (start is not None)
+    head = _HEAD.pack(MAGIC, n_words, n_configs, len(body), len(start_bytes))
+    return head + start_bytes + zstandard.ZstdCompressor(level=ZSTD_LEVEL).compress(body)
 
 
 def _bad(message: str) -> TrgcError:
     return TrgcError("E_CACHE_ENTRY_PAYLOAD", f"mask store: {message}")
 
 
-def decode_store(binding: Binding, payload: bytes) -> dict[MaskKey, np.ndarray]:
-    """The masks of a store payload for `binding`, each a read-only uint32 array; raise
-    `E_CACHE_ENTRY_PAYLOAD` for anything that is not a sound store of this binding."""
+def _body_bound(binding: Binding, frames_per_config: int) -> int:
+    """The most bytes a sound store's compressed part can hold for `binding` when no
+    configuration has more than `frames_per_config` frames."""
+    per_config = 4 + 8 * frames_per_config + 4 + 8 + 4 * binding.n_words
+    return _BODY.size + MAX_CONFIGS * per_config
+
+
+def _form(binding: Binding, data, at: int) -> tuple[maskform.Form, int]:
+    try:
+        form, end = maskform.decode(data, at, binding.n_words)
+    except maskform.FormError as error:
+        raise _bad(str(error)) from None
+    if not maskform.allows_only(form, _possible_words(binding)):
+        raise _bad("a mask allows a token this binding never allows (or one past the vocabulary)")
+    return form, end
+
+
+def _forms(binding: Binding, counts, positions, values, dense) -> list[maskform.Form]:
+    """The masks of a store's compressed part, checked all at once: `counts[m]` is the
+    nonzero words of sparse mask `m` (fewer than half the words) or `n_words` for a dense
+    one; sparse positions strictly increasing within a mask and inside the mask, values
+    nonzero, and no bit on a token the binding never allows."""
+    n_words = binding.n_words
+    is_dense = counts == n_words
+    sparse_counts = np.where(is_dense, 0, counts).astype(np.int64)
+    if (
+        int(is_dense.sum()) != dense.shape[0]
+        or (2 * sparse_counts[~is_dense] >= n_words).any()
+        or int(sparse_counts.sum()) != positions.size
+    ):
+        raise _bad("mask sizes do not add up")
+    ends = np.cumsum(sparse_counts)
+    if positions.size:
+        step = np.diff(positions.astype(np.int64))
+        last = ends[:-1] - 1  # each mask's last word: the step after it starts the next mask
+        step[last[(last >= 0) & (last < step.size)]] = 1
+        if int(positions.max()) >= n_words or (step <= 0).any() or not values.all():
+            raise _bad("sparse positions out of order or range, or a zero word")
+    possible = _possible_words(binding)
+    if (values & ~possible[positions]).any() or (dense & ~possible).any():
+        raise _bad("a mask allows a token this binding never allows (or one past the vocabulary)")
+    forms: list[maskform.Form] = []
+    starts, stops = (ends - sparse_counts).tolist(), ends.tolist()
+    at, signed = positions.tolist(), values.view(np.int32).tolist()  # every mask's pairs at once
+    row = 0
+    for m, dense_mask in enumerate(is_dense.tolist()):
+        if dense_mask:
+            forms.append(maskform.Dense(memoryview(dense[row]).cast("B")))
+            row += 1
+            continue
+        a, b = starts[m], stops[m]
+        small = b - a <= maskform.LOOP_WORDS
+        items = tuple(zip(at[a:b], signed[a:b], strict=True)) if small else None
+        forms.append(maskform.Sparse(n_words, positions[a:b], values[a:b], items))
+    return forms
+
+
+def decode_head(binding: Binding, payload: bytes) -> tuple[maskform.Form | None, tuple]:
+    """(the start configuration's mask or None, the arguments of `decode_rest`) of a
+    store payload for `binding`: every check of the part read now (magic, width, sizes, the
+    start mask's form and bits); `decode_rest` checks the rest when it is first needed."""
+    if len(payload) < _HEAD.size:
+        raise _bad("the header is cut short")
+    magic, words, n_configs, body_size, start_size = _HEAD.unpack_from(payload)
+    if magic != MAGIC or words != binding.n_words:
+        raise _bad("another magic or mask width")
+    if not 0 < n_configs <= MAX_CONFIGS or body_size > _body_bound(binding, HEAD_FRAMES):
+        raise _bad(f"{n_configs} configurations in {body_size:,} bytes")
+    start = None
+    rest_at = _HEAD.size + start_size
+    if start_size:
+        start, end = _form(binding, payload, _HEAD.size)
+        if end != rest_at:
+            raise _bad("the start configuration's mask does not fill its section")
+    return start, (n_configs, body_size, payload[rest_at:], start is not None)
+
+
+def decode_rest(
+    binding: Binding, n_configs: int, body_size: int, rest: bytes, with_start: bool
+) -> dict[MaskKey, maskform.Form]:
+    """The masks of every configuration but the start one, from the compressed part of a
+    store payload; raise `E_CACHE_ENTRY_PAYLOAD` for anything that is not a sound store of
+    this binding (sizes, order, frames naming states of the artifact with clipped counters,
+    mask forms and bits)."""
     import zstandard
 
-    n_words = binding.n_words
-    limit = _HEAD.size + MAX_CONFIGS * (4 + 4 + 8 * (binding.tables.max_depth + 1))
-    limit += MAX_CONFIGS * 4 * n_words
+    bound = min(body_size, _body_bound(binding, binding.tables.max_frames))
     try:
-        body = zstandard.ZstdDecompressor().decompress(payload, max_output_size=limit)
+        body = zstandard.ZstdDecompressor().decompress(rest, max_output_size=bound)
     except zstandard.ZstdError as exc:
         raise _bad(f"does not decompress ({exc})") from None
-    if len(body) < _HEAD.size:
-        raise _bad("the header is cut short")
-    magic, words, n_configs, n_masks, n_frames = _HEAD.unpack_from(body)
-    if magic != MAGIC or words != n_words:
-        raise _bad("another magic or mask width")
-    if not 0 < n_configs <= MAX_CONFIGS or not 0 < n_masks <= n_configs:
-        raise _bad(f"{n_configs} configurations and {n_masks} masks")
-    sizes = (4 * n_configs, 8 * n_frames, 4 * n_configs, 4 * n_masks * n_words)
-    if len(body) != _HEAD.size + sum(sizes):
+    if len(body) != body_size or len(body) < _BODY.size:
+        raise _bad("the body is not the size its header declares")
+    n_rest = n_configs - with_start
+    n_masks, n_frames, n_sparse, n_dense = _BODY.unpack_from(body)
+    if n_masks > n_rest or (n_rest and not n_masks) or n_dense > n_masks:
+        raise _bad(f"{n_rest} configurations and {n_masks} masks")
+    n_words = binding.n_words
+    sizes = (4 * n_rest, 8 * n_frames, 4 * n_rest, 4 * n_masks, 4 * n_sparse, 4 * n_sparse,
+             4 * n_dense * n_words)  # fmt: skip
+    if len(body) != _BODY.size + sum(sizes):
         raise _bad("the sections do not add up to the payload")
-    at = _HEAD.size
+    at = _BODY.size
     parts = []
-    for size, dtype in zip(sizes, ("<u4", "<i8", "<u4", "<u4"), strict=True):
+    for size, dtype in zip(sizes, ("<u4", "<i8", "<u4", "<u4", "<u4", "<u4", "<u4"), strict=True):
         parts.append(np.frombuffer(body, dtype=dtype, count=size // np.dtype(dtype).itemsize,
                                    offset=at))  # fmt: skip
         at += size
-    lengths, frames, index, flat = parts
+    lengths, frames, index, counts, positions, values, dense = parts
+    forms = _forms(binding, counts, positions, values, dense.reshape(n_dense, n_words))
+    if not n_rest:
+        return {}
     if lengths.min() < 1 or int(lengths.sum()) != n_frames:
         raise _bad("configuration lengths do not add up to the frames")
     states = frames & STATE_MASK
@@ -122,86 +246,134 @@ def decode_store(binding: Binding, payload: bytes) -> dict[MaskKey, np.ndarray]:
         raise _bad("a frame names no state of this artifact or an unclipped counter")
     if index.max() >= n_masks:
         raise _bad("a mask index is out of range")
-    masks = flat.reshape(n_masks, n_words)  # read-only: a view of the decompressed bytes
-    if (np.bitwise_or.reduce(masks, axis=0) & ~_possible_words(binding)).any():
-        raise _bad("a mask allows a token this binding never allows (or one past the vocabulary)")
-    out: dict[MaskKey, np.ndarray] = {}
-    previous: MaskKey | None = None
+    out: dict[MaskKey, maskform.Form] = {}
+    previous: MaskKey = START
     starts = [0, *np.cumsum(lengths, dtype=np.int64).tolist()]
     all_frames = frames.tolist()
-    rows = [masks[i] for i in range(n_masks)]
     for i, mask in enumerate(index.tolist()):
         key = tuple(all_frames[starts[i] : starts[i + 1]])
-        if previous is not None and key <= previous:
-            raise _bad("configurations are not sorted and distinct")
-        out[key] = rows[mask]
+        if key <= previous:
+            raise _bad("configurations are not sorted and distinct (or the start one repeated)")
+        out[key] = forms[mask]
         previous = key
+    return out
+
+
+def decode_store(binding: Binding, payload: bytes) -> dict[MaskKey, maskform.Form]:
+    """Every mask of a store payload for `binding` (both parts, checked)."""
+    start, rest = decode_head(binding, payload)
+    out = {} if start is None else {START: start}
+    out.update(decode_rest(binding, *rest))
     return out
 
 
 def _possible_words(binding: Binding) -> np.ndarray:
     """Packed: the tokens a mask of this binding may allow at all (byte tokens, the grammar's
-    special tokens, EOS); computed once per binding."""
+    special tokens, EOS); computed once per binding, and once per token table for the
+    bindings whose grammar names no special token (most schemas: a warm first mask is then
+    checked without a pass over the vocabulary)."""
     found = binding._lazy.get("possible_words")
     if found is None:
-        possible = binding.byte_token.copy()
-        possible[binding.special_ids] = True
-        possible[binding.eos_ids] = True
-        found = binding._lazy["possible_words"] = pack(possible)
+        shared = binding.vocab._lazy
+        base = shared.get("possible_words")
+        if base is None:
+            possible = binding.vocab.byte_base.copy()
+            possible[binding.eos_ids] = True
+            base = shared.setdefault("possible_words", pack(possible))
+        found = base
+        if binding.special_ids.size or binding.byte_token is not binding.vocab.byte_base:
+            possible = binding.byte_token.copy()
+            possible[binding.special_ids] = True
+            possible[binding.eos_ids] = True
+            found = pack(possible)
+        binding._lazy["possible_words"] = found
     return found
 
 
 class MaskStore:
     """One matcher's view of the store of its binding: the masks loaded from the `DiskCache`
-    and those computed since, republished together in the background when new ones came."""
+    and those computed since (`maskform` forms), republished together in the background when
+    new ones came.
+
+    Loading reads the entry and checks its header and the start configuration's mask, which
+    is then in `masks`; the rest stays compressed (`pending`) until a configuration that
+    `masks` lacks is looked up (`load_rest`, every check of `decode_rest`), so the first mask
+    of a warm matcher costs one small read, not the whole store."""
 
     def __init__(self, binding: Binding, disk: DiskCache) -> None:
         self._disk = disk
         self._key = store_key(binding)
-        self._n_words = binding.n_words
-        self.masks: dict[MaskKey, np.ndarray] = {}
-        self._pending = False
+        self._binding = binding
+        self.masks: dict[MaskKey, maskform.Form] = {}
+        self.pending = False
+        self.declared_bytes = 0  # decompressed size of the part not loaded yet
+        self._rest: tuple | None = None  # the arguments of `decode_rest` while pending
+        self._publishing = False
         payload = disk.get(self._key)
         if payload is not None:
             try:
-                self.masks = decode_store(binding, payload)
+                start, self._rest = decode_head(binding, payload)
             except TrgcError as error:
-                disk.discard(
-                    self._key,
-                    TrgcError(
-                        error.code,
-                        f"cache entry refused: {error.message}",
-                        source=str(disk.path_of(self._key)),
-                        hint="the entry was removed; its masks are computed again",
-                    ),
-                )
+                self._refuse(error)
+            else:
+                if start is not None:
+                    self.masks[START] = start
+                self.pending = True
+                self.declared_bytes = self._rest[1]
+
+    def _refuse(self, error: TrgcError) -> None:
+        self._disk.discard(
+            self._key,
+            TrgcError(
+                error.code,
+                f"cache entry refused: {error.message}",
+                source=str(self._disk.path_of(self._key)),
+                hint="the entry was removed; its masks are computed again",
+            ),
+        )
+
+    def load_rest(self) -> None:
+        """Decode and check the configurations not loaded yet; a store that fails is refused
+        (removed) and only the masks computed since are kept, the start one too (it was
+        checked on its own)."""
+        rest, self._rest, self.pending = self._rest, None, False
+        if rest is None:
+            return
+        try:
+            loaded = decode_rest(self._binding, *rest)
+        except TrgcError as error:
+            self._refuse(error)
+            return
+        loaded.update(self.masks)
+        self.masks = loaded
 
     def add(self, key: MaskKey, words: np.ndarray) -> None:
         """Keep a mask computed now and schedule a republication (unless one is pending or
         the store is full)."""
+        if self.pending:
+            self.load_rest()
         if len(self.masks) >= MAX_CONFIGS:
             return
-        self.masks[key] = words
-        if not self._pending:
-            self._pending = True
+        self.masks[key] = maskform.as_form(words)
+        if not self._publishing:
+            self._publishing = True
             self._disk.put_later(self._key, self._payload, replace=True)
 
     def _payload(self) -> bytes:
         """Run by the publisher thread: a snapshot of the masks so far (a dict copy is atomic
         under the interpreter lock)."""
-        self._pending = False
-        return encode_store(self._n_words, dict(self.masks))
+        self._publishing = False
+        return encode_store(self._binding.n_words, dict(self.masks))
 
 
 def shared_store(binding: Binding, disk: DiskCache, cache: MaskCache) -> MaskStore:
     """The `MaskStore` of `binding` over `disk`, kept in the in-memory `cache` so that matchers
     sharing that cache (a server's) share one store: it is loaded once, every matcher's new
     masks go into it, and one republication carries them all. Its charge in the cache is the
-    bytes of its masks when it was loaded."""
+    bytes its entry declares when it was loaded."""
     key = (*binding.key, KIND, str(disk.root))
     store = cache.get(key)
     if store is None:
         store = MaskStore(binding, disk)
-        distinct = {id(words) for words in store.masks.values()}
-        cache.put(key, store, len(distinct) * 4 * binding.n_words)
+        cache.put(key, store, store.declared_bytes)
     return store

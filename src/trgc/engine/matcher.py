@@ -22,6 +22,7 @@ cache) or "walk" (a trie walk ran).
 
 from __future__ import annotations
 
+import functools
 from os import PathLike
 from typing import Any
 
@@ -48,6 +49,7 @@ from trgc.engine.diskcache import DiskCache
 from trgc.engine.framecache import entry_for
 from trgc.engine.inputs import as_artifact, as_token_table
 from trgc.engine.kernel import Scratch, add_symbol_tokens, mask_words
+from trgc.engine.maskform import Dense, Form, Row
 from trgc.engine.maskstore import shared_store
 from trgc.engine.precompute import FrameEntry, FrameMasks, combine, plain_states
 from trgc.errors import TrgcError
@@ -104,13 +106,11 @@ class Matcher:
         )
         self._direct = None if precomputed is None else precomputed.direct(self._binding)
         self._n_words = self._binding.n_words
-        self._view_of: np.ndarray | None = None  # the words `_view` is the int32 view of
-        self._view: np.ndarray | None = None
+        self._form_of: np.ndarray | None = None  # the words `_form` is the `Dense` form of
+        self._form: Dense | None = None
         self._filled: np.ndarray | None = None  # the numpy buffer last filled, and its row
         self._filled_index = -1
-        self._filled_row: tuple = ()
-        self._scratch = Scratch(self._binding)
-        self._plain = plain_states(self._binding)
+        self._filled_row: Row | None = None
         self._longest = self._binding.trie_depth  # counters are clipped with the longest token
         self._history: list[Config | None] = [START]
         self.last_source = ""  # where the last mask came from: store, cache, frame, disk, walk
@@ -155,6 +155,16 @@ class Matcher:
         return len(self._history) - 1
 
     # -- masks ---------------------------------------------------------------------------
+    @functools.cached_property
+    def _scratch(self) -> Scratch:
+        """The kernel's work buffers, made when a mask is first computed (a mask read from the
+        store needs none, nor the artifact's tables they are sized from)."""
+        return Scratch(self._binding)
+
+    @functools.cached_property
+    def _plain(self) -> np.ndarray:
+        return plain_states(self._binding)
+
     def _frame(self, frame: int) -> FrameEntry:
         """The `FrameEntry` of top frame `frame`: precomputed, shared by residual (in memory
         or on disk), or walked now and shared."""
@@ -168,7 +178,31 @@ class Matcher:
             self.last_source = found
         return entry
 
+    def _mask(self) -> Form:
+        """The mask at the current configuration, as a `maskform` form: from the store when
+        it holds the configuration (the start one is checked and ready when the matcher is
+        made, the others are decoded on the first lookup the start one does not answer),
+        else the words of `_words` (`Dense`, made once per array)."""
+        store = self._store
+        if store is not None and self._direct is None:
+            config = self._history[-1]
+            if config is not None:
+                # a frame without counters is its own key: the common case skips `mask_key`
+                mkey = config if max(config) <= STATE_MASK else mask_key(config, self._longest)
+                form = store.masks.get(mkey)
+                if form is None and store.pending:
+                    store.load_rest()
+                    form = store.masks.get(mkey)
+                if form is not None:
+                    self.last_source = "store"
+                    return form
+        words = self._words()
+        if words is not self._form_of:  # consecutive masks are often the same array
+            self._form_of, self._form = words, Dense.of(words)
+        return self._form
+
     def _words(self) -> np.ndarray:
+        """The mask at the current configuration as uint32 words (read-only)."""
         config = self._history[-1]
         binding = self._binding
         direct = self._direct
@@ -188,14 +222,15 @@ class Matcher:
                 self.last_source = "walk"
                 words = self._cache.put(key, mask_words(binding, config, self._scratch), 0)
             return words
-        # a frame without counters is its own key: the common case skips `mask_key`
         mkey = config if max(config) <= STATE_MASK else mask_key(config, self._longest)
         store = self._store
         if store is not None:
-            words = store.masks.get(mkey)
-            if words is not None:
+            if store.pending:
+                store.load_rest()
+            form = store.masks.get(mkey)
+            if form is not None:
                 self.last_source = "store"
-                return words
+                return form.words()
         key = (*binding.key, mkey)
         words = self._cache.get(key)
         if words is not None:
@@ -227,11 +262,11 @@ class Matcher:
 
     def allowed_tokens(self) -> np.ndarray:
         """bool[vocab_size]: the tokens allowed next."""
-        return unpack(self._words(), self.vocab_size)
+        return unpack(self._mask().words(), self.vocab_size)
 
     def allowed_tokens_packed(self) -> np.ndarray:
         """int32[ceil(V/32)]: bit `t % 32` of word `t // 32` set = token `t` allowed."""
-        return self._words().view(np.int32).copy()
+        return self._mask().words().view(np.int32).copy()
 
     def fill_bitmask(self, buffer: Any, index: int = 0) -> None:
         """Write the packed mask into row `index` of a caller's int32 `(batch, ceil(V/32))`
@@ -239,19 +274,16 @@ class Matcher:
         through a numpy view of its memory); a buffer wider than the mask (a model vocabulary
         padded past the tokenizer's) gets 0 words, so the extra ids are never allowed."""
         if buffer is self._filled and index == self._filled_index and buffer.flags.writeable:
-            head, tail = self._filled_row  # the numpy buffer of the last call, checked then
+            row = self._filled_row  # the numpy buffer of the last call, checked then
         else:
-            head, tail = self._checked_row(buffer, index)
-        words = self._words()
-        if words is not self._view_of:  # consecutive masks are often the same array
-            self._view_of, self._view = words, words.view(np.int32)
-        np.copyto(head, self._view)
-        if tail is not None:
-            tail.fill(0)
+            row = self._checked_row(buffer, index)
+        self._mask().fill(row)  # type: ignore[arg-type]
+        if row.tail is not None:  # type: ignore[union-attr]
+            row.tail.fill(0)  # type: ignore[union-attr]
 
-    def _checked_row(self, buffer: Any, index: int) -> tuple[np.ndarray, np.ndarray | None]:
-        """Row `index` of a bitmask buffer as its first `n_words` words and the rest (None
-        when there is none), after every check `fill_bitmask` documents. A numpy buffer is
+    def _checked_row(self, buffer: Any, index: int) -> Row:
+        """Row `index` of a bitmask buffer (`maskform.Row`: its first `n_words` words and the
+        rest, None when there is none), after every check `fill_bitmask` documents. A numpy buffer is
         remembered with its row (its shape and dtype cannot change), so a decoder filling one
         buffer again and again is checked once; a torch tensor is checked every time (it may
         be resized in place)."""
@@ -269,11 +301,11 @@ class Matcher:
             raise TrgcError("E_BITMASK_BUFFER", "expected a writeable C-contiguous buffer")
         if not 0 <= index < shape[0]:
             raise TrgcError("E_BITMASK_BUFFER", f"expected index in [0, {shape[0]}), got {index}")
-        row = array[index]
-        parts = (row[:expected], row[expected:] if shape[1] > expected else None)
+        whole = array[index]
+        row = Row(whole[:expected], whole[expected:] if shape[1] > expected else None)
         if array is buffer:
-            self._filled, self._filled_index, self._filled_row = buffer, index, parts
-        return parts
+            self._filled, self._filled_index, self._filled_row = buffer, index, row
+        return row
 
     def is_allowed(self, token_id: int) -> bool:
         """Whether `token_id` may be advanced now (without computing the whole mask)."""

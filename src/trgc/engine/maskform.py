@@ -1,0 +1,178 @@
+"""The two forms of a finished mask, and how each is written into a caller's bitmask row.
+
+A decoder asks for a mask right after it advanced, when little of the mask is still in the
+CPU's caches, so a mask costs what it reads and writes: every row is written whole (16 KB on
+Llama-3), and a dense mask is read whole as well. Half the masks of a JSON document allow at
+most nine tokens (a structural character, a digit, a keyword's next letter), and those are
+kept as their nonzero words: writing one zeroes the row (a memset, nothing read) and sets a
+few words. A mask is `Sparse` exactly when that form is the smaller (fewer than `n_words / 2`
+nonzero words), else `Dense`; `encode`/`decode` give the bytes the mask store keeps
+(`trgc.engine.maskstore`), the same mask always the same bytes:
+
+    tag    u32   0 dense, 1 sparse
+    count  u32   dense: n_words; sparse: k, the nonzero words
+    dense: uint32 words[n_words]
+    sparse: u32 positions[k] (strictly increasing, < n_words), uint32 values[k] (nonzero)
+
+Both forms are written through `Row`, the memory of one bitmask row seen as bytes (for one
+`memcpy`), as int32 items (for a few stores without numpy's dispatch) and as numpy arrays.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+
+DENSE, SPARSE = 0, 1
+_HEAD = struct.Struct("<II")
+LOOP_WORDS = 16  # a sparse mask of at most this many words is stored item by item
+
+
+class Row:
+    """One row of a caller's int32 bitmask buffer: its first `n_words` words as bytes
+    (`raw`), as int32 items (`items`), as uint8 and int32 numpy arrays, and the words past the
+    mask (`tail`, None when there are none), which are always written 0."""
+
+    __slots__ = ("raw", "items", "bytes8", "head", "tail")
+
+    def __init__(self, head: np.ndarray, tail: np.ndarray | None) -> None:
+        self.head = head
+        self.bytes8 = head.view(np.uint8)
+        self.raw = memoryview(self.bytes8)
+        self.items = self.raw.cast("i")
+        self.tail = tail
+
+
+class Dense:
+    """A mask kept as all its words (a read-only uint32 array or bytes)."""
+
+    __slots__ = ("raw",)
+
+    def __init__(self, raw: memoryview) -> None:
+        self.raw = raw  # bytes of uint32 words, little-endian
+
+    @classmethod
+    def of(cls, words: np.ndarray) -> Dense:
+        return cls(memoryview(np.ascontiguousarray(words, dtype="<u4")).cast("B"))
+
+    def fill(self, row: Row) -> None:
+        row.raw[:] = self.raw
+
+    def words(self) -> np.ndarray:
+        return np.frombuffer(self.raw, dtype="<u4")
+
+
+class Sparse:
+    """A mask kept as its nonzero words: positions and values (uint32 arrays, often views of
+    a store's bytes), with what a fill needs made when the form is: a mask is often written
+    once, right after an `advance`, where any extra step runs cold. `items` may be given (a
+    store makes the pairs of all its masks in two list conversions)."""
+
+    __slots__ = ("n_words", "positions", "values", "items", "index")
+
+    def __init__(
+        self, n_words: int, positions: np.ndarray, values: np.ndarray, items: tuple | None = None
+    ) -> None:
+        self.n_words = n_words
+        self.positions = positions
+        self.values = values
+        self.index: np.ndarray | None = None  # positions and values for numpy past LOOP_WORDS
+        if positions.size > LOOP_WORDS:
+            signed = values.astype("<u4").view(np.int32)
+            self.index = np.stack([positions.astype(np.intp), signed.astype(np.intp)])
+            items = ()
+        elif items is None:
+            signed = values.astype("<u4").view(np.int32)
+            items = tuple(zip(positions.tolist(), signed.tolist(), strict=True))
+        self.items = items  # (position, int32 value) pairs; () past LOOP_WORDS
+
+    def fill(self, row: Row) -> None:
+        row.bytes8.fill(0)
+        items = self.items
+        if items:
+            out = row.items
+            for position, value in items:
+                out[position] = value
+        elif self.index is not None:
+            row.head[self.index[0]] = self.index[1]
+
+    def words(self) -> np.ndarray:
+        out = np.zeros(self.n_words, dtype="<u4")
+        out[self.positions] = self.values
+        out.flags.writeable = False
+        return out
+
+
+Form = Dense | Sparse
+
+
+def as_form(words: np.ndarray) -> Form:
+    """The form `encode` would store for `words` (uint32)."""
+    positions = np.flatnonzero(words)
+    if 2 * positions.size < words.shape[0]:
+        return Sparse(words.shape[0], positions, words[positions])
+    return Dense.of(words)
+
+
+def encode(words: np.ndarray) -> bytes:
+    """The stored bytes of a mask (uint32 words): sparse when that is smaller."""
+    words = np.ascontiguousarray(words, dtype="<u4")
+    positions = np.flatnonzero(words)
+    if 2 * positions.size < words.shape[0]:
+        return b"".join((_HEAD.pack(SPARSE, positions.size), positions.astype("<u4").tobytes(),
+                         words[positions].tobytes()))  # fmt: skip
+    return _HEAD.pack(DENSE, words.shape[0]) + words.tobytes()
+
+
+class FormError(ValueError):
+    """Stored mask bytes that are not a mask of this width in its canonical form."""
+
+
+def decode(data: bytes | memoryview, at: int, n_words: int) -> tuple[Form, int]:
+    """The mask stored at byte `at` of `data` and the offset after it; `FormError` for bytes
+    that are cut short, of another width, out of order or not in the canonical form."""
+    if at + _HEAD.size > len(data):
+        raise FormError("a mask is cut short")
+    tag, count = _HEAD.unpack_from(data, at)
+    at += _HEAD.size
+    if tag == DENSE:
+        end = at + 4 * n_words
+        if count != n_words or end > len(data):
+            raise FormError("a dense mask of another width, or cut short")
+        raw = memoryview(data)[at:end]
+        if 2 * np.count_nonzero(np.frombuffer(raw, dtype="<u4")) < n_words:
+            raise FormError("a dense mask that the sparse form would hold")
+        return Dense(raw), end
+    if tag != SPARSE or 2 * count >= n_words:
+        raise FormError(f"mask tag {tag} with {count} words")
+    end = at + 8 * count
+    if end > len(data):
+        raise FormError("a sparse mask is cut short")
+    positions = np.frombuffer(data, dtype="<u4", count=count, offset=at)
+    values = np.frombuffer(data, dtype="<u4", count=count, offset=at + 4 * count)
+    items = None
+    if count <= LOOP_WORDS:  # the usual start mask: checked in Python, no numpy call
+        at_ = struct.unpack_from(f"<{count}I", data, at)
+        words = struct.unpack_from(f"<{count}i", data, at + 4 * count)
+        if any(a >= b for a, b in zip(at_, at_[1:], strict=False)) or not all(words) or (
+            count and at_[-1] >= n_words
+        ):
+            raise FormError("sparse positions out of order or range, or a zero word")
+        items = tuple(zip(at_, words, strict=True))
+    elif (
+        int(positions[-1]) >= n_words
+        or (np.diff(positions.astype(np.int64)) <= 0).any()
+        or not values.all()
+    ):
+        raise FormError("sparse positions out of order or range, or a zero word")
+    return Sparse(n_words, positions, values, items), end
+
+
+def allows_only(form: Form, possible: np.ndarray) -> bool:
+    """True when every token `form` allows is one of `possible` (packed uint32 words)."""
+    if isinstance(form, Sparse):
+        if form.items:  # a few words: item by item
+            return not any(value & ~int(possible[at]) & 0xFFFFFFFF for at, value in form.items)
+        return not (form.values & ~possible[form.positions]).any()
+    return not (form.words() & ~possible).any()

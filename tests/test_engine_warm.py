@@ -1,0 +1,331 @@
+"""The warm path (docs/mask-cache.md): a schema met before is read back from the cache as a
+deferred artifact, bound lazily, and its first mask is the store's start mask; every mask the
+store answers (sparse or dense) equals the reference masker's, at every step of a seeded walk
+and of a teacher-forced valid instance on the bundled Llama-3 table; the lazy binding equals
+the eager one; and a corrupted part whose check was deferred is refused with its code when
+it is first needed."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import pickle
+
+import numpy as np
+import pytest
+
+import trgc
+from engine_fixtures import ROOT
+from trgc.artifact import codec
+from trgc.compiler import schema as schema_module
+from trgc.engine import kernel, maskform, reference
+from trgc.engine.binding import bind
+from trgc.engine.cache import MaskCache
+from trgc.engine.config import mask_key
+from trgc.engine.diskcache import DiskCache, EntryKey, decode_entry, encode_entry
+from trgc.engine.matcher import Matcher
+from trgc.grammar.schema.canonical import canonical_instance
+
+LLAMA3 = ROOT / "tokenizers" / "llama3.trt"
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "integer"},
+        "name": {"type": "string", "maxLength": 12},
+        "kind": {"enum": ["alpha", "beta", "gamma"]},
+        "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 3},
+        "ok": {"type": "boolean"},
+    },
+    "required": ["id", "name", "kind", "tags", "ok"],
+}
+INSTANCE = {"id": 40213, "name": "Zoë \"q\"", "kind": "gamma", "tags": ["a b", "ü"], "ok": False}
+SHIPPED_SCHEMAS = sorted((ROOT / "schemas").glob("*.json"))
+SAMPLE = 400
+
+
+@functools.cache
+def llama3():
+    return trgc.load_tokenizer(LLAMA3)
+
+
+def compile_warm(disk: DiskCache, schema=SCHEMA):
+    return trgc.compile_schema(schema, separators="compact", cache=disk)
+
+
+def fresh(disk: DiskCache, schema=SCHEMA) -> Matcher:
+    """A matcher as a new process makes it over `disk`: the artifact from the cache (a new
+    object), a new in-memory cache."""
+    return Matcher(compile_warm(disk, schema), llama3(), cache=MaskCache(), disk_cache=disk)
+
+
+def forced_tokens(m: Matcher, text: bytes) -> list[int]:
+    """Teacher-force `text`: at each step the longest allowed token that spells the next
+    bytes (the mask decides; the instance is valid, so one always exists)."""
+    b = m._binding
+    tokens, at = [], 0
+    while at < len(text):
+        allowed = np.flatnonzero(m.allowed_tokens() & b.byte_token)
+        best = max((t for t in allowed.tolist() if text.startswith(b.token_bytes(t), at)),
+                   key=lambda t: len(b.token_bytes(t)))  # fmt: skip
+        m.advance(best)
+        tokens.append(best)
+        at += len(b.token_bytes(best))
+    return tokens
+
+
+def seeded_tokens(m: Matcher, seed: int, steps: int = 40) -> list[int]:
+    rng = np.random.default_rng(seed)
+    b = m._binding
+    tokens = []
+    for _ in range(steps):
+        allowed = np.flatnonzero(m.allowed_tokens() & b.byte_token)
+        if not allowed.size:
+            break
+        tokens.append(int(rng.choice(allowed)))
+        m.advance(tokens[-1])
+    return tokens
+
+
+def expected_mask(b, config, rng) -> tuple[np.ndarray, np.ndarray]:
+    """(tokens checked, the reference masker's answer on them): every token at the start
+    configuration, else the allowed ones, a sample of the others, EOS and specials."""
+    mask = kernel.allowed_mask(b, config)
+    allowed = np.flatnonzero(mask)
+    others = np.flatnonzero(~mask)
+    sample = np.unique(np.concatenate([
+        rng.choice(allowed, min(SAMPLE, allowed.size), replace=False),
+        rng.choice(others, min(SAMPLE, others.size), replace=False),
+        b.eos_ids.astype(np.int64),
+    ]))  # fmt: skip
+    return sample, reference.allowed_mask(b, config, sample.tolist())[sample]
+
+
+def replay_from_store(disk: DiskCache, tokens: list[int], seed: int) -> dict[str, int]:
+    """A fresh matcher along `tokens`: each mask is written by `fill_bitmask` into a row
+    full of garbage and must equal the kernel's mask and the reference masker's (on a
+    sample); returns how many masks each store form answered."""
+    m = fresh(disk)
+    b = m._binding
+    rng = np.random.default_rng(seed)
+    buffer = np.full((2, b.n_words + 3), -1, dtype=np.int32)
+    forms = {"Sparse": 0, "Dense": 0}
+    for i in range(len(tokens) + 1):
+        buffer[:] = rng.integers(-(2**31), 2**31, size=buffer.shape, dtype=np.int64)
+        m.fill_bitmask(buffer, 1)
+        assert m.last_source == "store", i
+        config = m.config
+        forms[type(m._store.masks[mask_key(config, b.trie_depth)]).__name__] += 1
+        got = np.unpackbits(buffer[1, : b.n_words].view(np.uint8), bitorder="little")
+        got = got[: b.vocab_size].astype(bool)
+        assert (buffer[1, b.n_words :] == 0).all()  # past the vocabulary: never allowed
+        assert (got == kernel.allowed_mask(b, config)).all(), i
+        sample, want = expected_mask(b, config, rng)
+        assert (got[sample] == want).all(), i
+        if i < len(tokens):
+            m.advance(tokens[i])
+    return forms
+
+
+def populate(tmp_path, walk) -> list[int]:
+    """Run `walk` over a fresh matcher on an empty cache (and the mask after its last token),
+    so that the store holds every configuration along it."""
+    disk = DiskCache(tmp_path)
+    m = fresh(disk)
+    tokens = walk(m)
+    m.allowed_tokens()
+    assert disk.flush(60)
+    return tokens
+
+
+@pytest.mark.parametrize(
+    "walk",
+    [pytest.param(lambda m: seeded_tokens(m, 5), id="seeded walk"),
+     pytest.param(lambda m: forced_tokens(m, canonical_instance(SCHEMA, INSTANCE, "compact")),
+                  id="teacher-forced instance")],
+)  # fmt: skip
+def test_store_masks_equal_the_reference_at_every_step(tmp_path, walk, request):
+    tokens = populate(tmp_path, walk)
+    assert len(tokens) >= 15
+    disk = DiskCache(tmp_path)
+    forms = replay_from_store(disk, tokens, seed=3)
+    assert forms["Sparse"], forms
+    if "teacher" in request.node.name:  # the strings' bodies: dense masks
+        assert forms["Dense"], forms
+    assert disk.stats.refused == {}
+
+
+def test_the_first_warm_mask_needs_no_table(tmp_path):
+    """With the artifact and the store in the cache, the first mask decodes no machine,
+    flattens no table and makes no kernel buffer; the first advance does."""
+    populate(tmp_path, lambda m: seeded_tokens(m, 5, steps=4))
+    disk = DiskCache(tmp_path)
+    artifact = compile_warm(disk)
+    m = Matcher(artifact, llama3(), cache=MaskCache(), disk_cache=disk)
+    m.fill_bitmask(np.zeros((1, m._binding.n_words), dtype=np.int32))
+    assert m.last_source == "store"
+    assert "_machines" not in vars(artifact) and "engine.tables" not in artifact._cache
+    assert "tables" not in m._binding._lazy and "_scratch" not in vars(m)
+    assert m._store.pending  # the rest of the store is still compressed
+    m.advance(int(np.flatnonzero(m.allowed_tokens() & m._binding.byte_token)[0]))
+    assert "_machines" in vars(artifact) and "tables" in m._binding._lazy
+
+
+@pytest.mark.parametrize("path", SHIPPED_SCHEMAS, ids=lambda p: p.name)
+def test_the_lazy_binding_equals_the_eager_one(tmp_path, path):
+    """A deferred artifact read from the cache binds to the same key, tables and masks as the
+    artifact compiled now."""
+    schema = json.loads(path.read_text(encoding="utf-8"))
+    disk = DiskCache(tmp_path)
+    eager = trgc.compile_schema(schema, separators="compact")
+    compile_warm(disk, schema)
+    assert disk.flush(30)
+    lazy = compile_warm(DiskCache(tmp_path), schema)
+    assert isinstance(lazy, codec._DeferredArtifact) and lazy.sha256 == eager.sha256
+    a, b = bind(eager, llama3()), bind(lazy, llama3())
+    assert a.key == b.key and (a.special_ids == b.special_ids).all()
+    for name in ("next", "calls", "call_entry", "accepting", "need", "need_more", "cost"):
+        assert (getattr(a.tables, name) == getattr(b.tables, name)).all(), name
+    assert a.tables.max_frames == b.tables.max_frames
+    ma, mb = Matcher(eager, llama3()), Matcher(lazy, llama3())
+    rng = np.random.default_rng(1)
+    for _ in range(25):
+        words = ma.allowed_tokens_packed()
+        assert (words == mb.allowed_tokens_packed()).all()
+        allowed = np.flatnonzero(ma.allowed_tokens() & a.byte_token)
+        if not allowed.size:
+            break
+        token = int(rng.choice(allowed))
+        ma.advance(token)
+        mb.advance(token)
+
+
+def test_a_deferred_artifact_decodes_as_the_eager_one():
+    art = trgc.compile_schema(SCHEMA)
+    data = codec.encode(art)
+    lazy = codec.decode_deferred(data)
+    assert lazy.sha256 == art.sha256 == codec.identity_of_bytes(data)
+    assert (lazy.metadata, lazy.specials, lazy.n_classes, lazy.max_depth) == (
+        art.metadata, art.specials, art.n_classes, art.max_depth)  # fmt: skip
+    assert (lazy.byte_class == art.byte_class).all()
+    for x, y in zip(lazy.machines, art.machines, strict=True):
+        assert x.name == y.name and x.kind == y.kind
+        assert (x.next == y.next).all() and (x.calls == y.calls).all()
+        assert (x.accepting == y.accepting).all() and (x.call_bounds == y.call_bounds).all()
+    plain = pickle.loads(pickle.dumps(lazy))
+    assert type(plain) is trgc.Artifact and plain.sha256 == art.sha256
+
+
+def _resealed(data: bytes, at: int, value: bytes) -> bytes:
+    """Canonical artifact bytes with `value` written at `at` and the digest section made
+    right again: a payload every container and digest check accepts."""
+    out = bytearray(data)
+    out[at : at + len(value)] = value
+    sections = codec._frame_sections(bytes(out), digest=False)
+    start, end = sections[b"DGST"]
+    out[start:end] = hashlib.sha256(bytes(out[: start - codec.SECTION_HEADER_SIZE])).digest()
+    return bytes(out)
+
+
+def _machine_table_offset(data: bytes) -> int:
+    """Byte offset of machine 0's first transition in section MACH."""
+    start, _ = codec._frame_sections(data)[b"MACH"]
+    reader = codec._Reader(data, start, len(data), "MACH")
+    for _ in range(3):
+        reader.u32("header")
+    reader.string("name")
+    reader.u32("kind")
+    n_states = reader.u32("states")
+    reader.u32("calls")
+    reader.take(n_states, "accepting")
+    reader.align(codec.FIELD_ALIGN)
+    return reader.pos
+
+
+def _limits_value_offset(data: bytes) -> int:
+    start, _ = codec._frame_sections(data)[b"LIMT"]
+    reader = codec._Reader(data, start, len(data), "LIMT")
+    reader.u32("count")
+    reader.string("name")
+    return reader.pos
+
+
+@pytest.mark.parametrize("part", ["transition table", "limits section"])
+def test_a_corrupted_deferred_part_is_refused_with_its_code(tmp_path, monkeypatch, part):
+    """An entry whose container, digest, metadata and source hash are sound but whose machine
+    tables (or limits section) are not: the compile returns (those parts are checked when
+    first used), the first use raises E_CACHE_ENTRY_PAYLOAD and removes the entry, and the
+    next compile compiles the schema again and works."""
+    source = json.dumps(SCHEMA)
+    disk = DiskCache(tmp_path)
+    good = trgc.compile_schema(source, cache=disk)
+    assert disk.flush(30)
+    (path,) = disk.layout.rglob("*.entry")
+    key = EntryKey(**json.loads(decode_entry(path.read_bytes(), None, path)[0]))
+    data = decode_entry(path.read_bytes(), key, path)[1]
+    if part == "transition table":  # a shift to a state machine 0 does not have
+        bad = _resealed(data, _machine_table_offset(data), (10**6).to_bytes(4, "little"))
+    else:  # a limit the metadata does not name
+        bad = _resealed(data, _limits_value_offset(data), (7).to_bytes(8, "little"))
+    with pytest.raises(trgc.TrgcError):
+        codec.decode(bad)
+    path.write_bytes(encode_entry(key, bad))
+    compiled = []
+    monkeypatch.setattr(schema_module, "compile_ast", _counting(compiled, schema_module.compile_ast))
+    disk = DiskCache(tmp_path)
+    art = trgc.compile_schema(source, cache=disk)  # accepted so far: checked when used
+    assert disk.stats.hits == 1 and path.exists() and not compiled
+    with pytest.raises(trgc.TrgcError) as info:
+        Matcher(art, llama3()).allowed_tokens()
+    assert info.value.code == "E_CACHE_ENTRY_PAYLOAD"
+    assert disk.stats.refused == {"E_CACHE_ENTRY_PAYLOAD": 1} and not path.exists()
+    with pytest.raises(trgc.TrgcError) as again:  # never half-used: the same error again
+        _ = art.machines
+    assert again.value is info.value
+    fresh_art = trgc.compile_schema(source, cache=disk)
+    assert fresh_art.sha256 == good.sha256 and len(compiled) == 1  # compiled, not read
+    assert Matcher(fresh_art, llama3()).allowed_tokens().any()
+
+
+def _counting(calls: list, function):
+    def counted(*args, **kwargs):
+        calls.append(args)
+        return function(*args, **kwargs)
+
+    return counted
+
+
+@pytest.mark.parametrize("k", [0, 1, 5, 16, 17, 300, 2003, 2004, 4008])
+def test_mask_forms_round_trip_and_fill_a_dirty_row(k):
+    """A mask with `k` nonzero words: sparse exactly when that form is smaller, the same bytes
+    for the same mask, decoded back to the same words, and written over a row of garbage
+    (the tail past the mask zeroed by the caller's code path) exactly."""
+    n_words = 4008
+    rng = np.random.default_rng(k)
+    words = np.zeros(n_words, dtype=np.uint32)
+    where = rng.choice(n_words, k, replace=False)
+    words[where] = rng.integers(1, 2**32, size=k, dtype=np.uint64).astype(np.uint32)
+    data = maskform.encode(words)
+    assert data == maskform.encode(words.copy())
+    form, end = maskform.decode(data, 0, n_words)
+    assert end == len(data)
+    assert isinstance(form, maskform.Sparse) == (2 * k < n_words)
+    assert type(maskform.as_form(words)) is type(form)
+    assert (form.words() == words).all()
+    buffer = rng.integers(-(2**31), 2**31, size=(3, n_words), dtype=np.int64).astype(np.int32)
+    before = buffer.copy()
+    form.fill(maskform.Row(buffer[1], None))
+    assert (buffer[1].view(np.uint32) == words).all()
+    assert (buffer[[0, 2]] == before[[0, 2]]).all()  # other rows untouched
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [b"\x02\x00\x00\x00\x00\x00\x00\x00", b"\x01\x00\x00\x00\x02\x00\x00\x00\x05\x00\x00\x00"
+     b"\x03\x00\x00\x00\x01\x00\x00\x00\x01\x00\x00\x00", b"\x01\x00\x00\x00\x01\x00\x00\x00"
+     b"\x05\x00\x00\x00\x00\x00\x00\x00", b"\x00\x00\x00\x00\x08\x00\x00\x00" + bytes(32)],
+    ids=["unknown tag", "positions out of order", "a zero word", "dense but sparse-sized"],
+)  # fmt: skip
+def test_non_canonical_mask_bytes_are_refused(bad):
+    with pytest.raises(maskform.FormError):
+        maskform.decode(bad, 0, 8)

@@ -39,7 +39,7 @@ SCHEMA = {
     },
     "required": ["id", "name", "kind", "tags", "ok"],
 }
-INSTANCE = {"id": 40213, "name": "Zoë \"q\"", "kind": "gamma", "tags": ["a b", "ü"], "ok": False}
+INSTANCE = {"id": 40213, "name": 'Zoë "q"', "kind": "gamma", "tags": ["a b", "ü"], "ok": False}
 SHIPPED_SCHEMAS = sorted((ROOT / "schemas").glob("*.json"))
 SAMPLE = 400
 
@@ -271,7 +271,9 @@ def test_a_corrupted_deferred_part_is_refused_with_its_code(tmp_path, monkeypatc
         codec.decode(bad)
     path.write_bytes(encode_entry(key, bad))
     compiled = []
-    monkeypatch.setattr(schema_module, "compile_ast", _counting(compiled, schema_module.compile_ast))
+    monkeypatch.setattr(
+        schema_module, "compile_ast", _counting(compiled, schema_module.compile_ast)
+    )
     disk = DiskCache(tmp_path)
     art = trgc.compile_schema(source, cache=disk)  # accepted so far: checked when used
     assert disk.stats.hits == 1 and path.exists() and not compiled

@@ -103,7 +103,7 @@ CODES: dict[str, str] = {
     "E_CACHE_ENTRY_CORRUPT": "a persistent cache entry fails its digest or has bytes beyond its declared end (removed, recomputed)",
     "E_CACHE_ENTRY_FOREIGN": "a persistent cache entry is not one of this trgc (magic or container version) or is stored under another key (removed, recomputed)",
     "E_CACHE_ENTRY_OVERSIZED": "a persistent cache entry is larger than the entry limit (removed, recomputed)",
-    "E_CACHE_ENTRY_PAYLOAD": "a persistent cache entry passes its digest but its payload does not decode as its kind (a frame entry or mask store for another binding, an artifact for another key) (removed, recomputed)",
+    "E_CACHE_ENTRY_PAYLOAD": "a persistent cache entry passes its digest but its payload does not decode as its kind (a frame entry or mask store for another binding, an artifact for another key), found on reading or, for the parts of a cached artifact or mask store checked on first use, then (removed, recomputed)",
     "E_CACHE_ENTRY_TRUNCATED": "a persistent cache entry ends before its declared end (removed, recomputed)",
     "E_CACHE_MISMATCH": "a mask cache file belongs to another artifact, tokenizer or compiler version, or is corrupted",
     "E_ROLLBACK_TOO_FAR": "rollback(n) asked to undo more tokens than the matcher has advanced",

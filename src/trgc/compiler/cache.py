@@ -33,9 +33,7 @@ from trgc.errors import TrgcError
 from trgc.limits import Limits
 
 KIND = "artifact"
-LATE_HINT = (
-    "the entry was removed; compile the source again (it is compiled, not read, next time)"
-)
+LATE_HINT = "the entry was removed; compile the source again (it is compiled, not read, next time)"
 
 
 @runtime_checkable

@@ -155,8 +155,10 @@ def decode(data: bytes | memoryview, at: int, n_words: int) -> tuple[Form, int]:
     if count <= LOOP_WORDS:  # the usual start mask: checked in Python, no numpy call
         at_ = struct.unpack_from(f"<{count}I", data, at)
         words = struct.unpack_from(f"<{count}i", data, at + 4 * count)
-        if any(a >= b for a, b in zip(at_, at_[1:], strict=False)) or not all(words) or (
-            count and at_[-1] >= n_words
+        if (
+            any(a >= b for a, b in zip(at_, at_[1:], strict=False))
+            or not all(words)
+            or (count and at_[-1] >= n_words)
         ):
             raise FormError("sparse positions out of order or range, or a zero word")
         items = tuple(zip(at_, words, strict=True))

@@ -130,9 +130,16 @@ _LOWERING = """\
   negation of such a product (a disjunction of negations) is `E_UNSUPPORTED_KEYWORD`. Two
   different `$ref`s met in one merge (an `if` and its `then` both references) are held back
   the same way: one is merged in, then the other.
-* Each `$ref` target becomes a rule named after its pointer. The compiler inlines the rules that
-  are not on a cycle, so a schema without recursion is one DFA; recursive references stay calls,
-  and the runtime stack (depth at most `max_depth`, default 32) bounds how deep they nest.
+* Each `$ref` target becomes a rule named after its pointer. A target used from one place, or
+  small (at most 48 AST nodes) and without references of its own, is inlined by the compiler;
+  a target used from two or more places (an optional member's value counts twice: it is written
+  as the first member and after a comma) is marked `shared` and compiled once, as a machine
+  called from every use, so a definition used twice inside one used twice, k levels deep, costs
+  k machines rather than 2^k copies (Kubernetes' `ObjectMeta`, `Time`, ...). Where a call would
+  hide the bytes that decide a choice (two referenced objects behind an `anyOf`), the predictive
+  check fails and the compiler inlines that rule again, which is always exact. Recursive
+  references stay calls, and the runtime stack (depth at most `max_depth`, default 32) bounds
+  how deep they nest.
 * A schema that admits any value (`true`, `{}`) becomes the recursive rule `json_value`.
 * Object members: each member value appears at most twice in the AST (as first member and after a
   comma), so optional members stay linear in the number of members.

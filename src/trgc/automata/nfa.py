@@ -331,18 +331,22 @@ class _Builder:
         for _ in range(dfa.n_states + 1):
             self._new()
         exit_ = base + dfa.n_states
-        for s, row in enumerate(dfa.delta):
+        seg_lo, seg_hi = dfa.seg_lo.tolist(), dfa.seg_hi.tolist()
+        accepting = dfa.accepting.tolist()
+        for s, row in enumerate(dfa.next.tolist()):
             run: list[int] = []  # [lo, hi, target] of the current run of atoms
-            for atom in sorted(row):
-                if run and atom == run[1] + 1 and row[atom] == run[2]:
-                    run[1] = atom
+            for lo, hi, target in zip(seg_lo, seg_hi, row, strict=True):
+                if target < 0:
+                    continue
+                if run and lo == run[1] + 1 and target == run[2]:
+                    run[1] = hi
                     continue
                 if run:
                     self._edge(base + s, (run[0], run[1], base + run[2]))
-                run = [atom, atom, row[atom]]
+                run = [lo, hi, target]
             if run:
                 self._edge(base + s, (run[0], run[1], base + run[2]))
-            if dfa.accepting[s]:
+            if accepting[s]:
                 self._eps(base + s, exit_)
         return base, exit_
 

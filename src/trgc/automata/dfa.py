@@ -173,39 +173,42 @@ class _Closures:
 
 
 def _segments(nfa: Nfa) -> tuple[list[int], list[int], _SegmentEdges]:
-    """The NFA's segments (first and last atom of each) and every state's edges over them."""
-    bounds: set[int] = set()
-    for edges in nfa.edges:
-        for lo, hi, _ in edges:
-            bounds.add(lo)
-            bounds.add(hi + 1)
-    points = sorted(bounds)
-    cover = [0] * (len(points) + 1)
-    position = {p: i for i, p in enumerate(points)}
-    for edges in nfa.edges:
-        for lo, hi, _ in edges:
-            cover[position[lo]] += 1
-            cover[position[hi + 1]] -= 1
-    seg_lo: list[int] = []
-    seg_hi: list[int] = []
-    segment_at: list[int] = [-1] * len(points)  # elementary interval -> segment
-    depth = 0
-    for i in range(len(points) - 1):
-        depth += cover[i]
-        if depth > 0:
-            segment_at[i] = len(seg_lo)
-            seg_lo.append(points[i])
-            seg_hi.append(points[i + 1] - 1)
-    edges_of = _SegmentEdges()
-    for edges in nfa.edges:
-        edges_of.add(
-            sorted(
-                (segment_at[position[lo]], segment_at[position[hi + 1] - 1], t)
-                for lo, hi, t in edges
-            ),
-            sum(hi - lo + 1 for lo, hi, _ in edges),
-        )
-    return seg_lo, seg_hi, edges_of
+    """The NFA's segments (first and last atom of each) and every state's edges over them.
+
+    On whole arrays: the edge bounds, sorted and deduplicated, cut the atoms into elementary
+    intervals; those some edge covers (a running sum of +1 at each edge's start, -1 past its
+    end) are the segments, and each edge spans the segments from the one at its first atom
+    to the one at its last. Edges are sorted by (state, first segment, last segment, target)."""
+    counts = [len(edges) for edges in nfa.edges]
+    flat = np.array(
+        [x for edges in nfa.edges for edge in edges for x in edge], dtype=np.int64
+    ).reshape(-1, 3)
+    lo, hi, target = flat[:, 0], flat[:, 1], flat[:, 2]
+    bounds = np.sort(np.concatenate([lo, hi + 1]))
+    if bounds.size:
+        keep = np.empty(bounds.size, dtype=bool)
+        keep[0] = True
+        np.not_equal(bounds[1:], bounds[:-1], out=keep[1:])
+        bounds = bounds[keep]
+    at_lo = np.searchsorted(bounds, lo)
+    past_hi = np.searchsorted(bounds, hi + 1)
+    size = bounds.size
+    depth = np.cumsum(np.bincount(at_lo, minlength=size) - np.bincount(past_hi, minlength=size))
+    covered = depth[: max(size - 1, 0)] > 0
+    segment_at = np.cumsum(covered) - 1
+    first, last = segment_at[at_lo], segment_at[past_hi - 1]
+    state = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
+    order = np.lexsort((target, last, first, state))
+    edges_of = _SegmentEdges(
+        first[order],
+        last[order],
+        target[order],
+        np.cumsum([0, *counts]),
+        np.bincount(state, weights=hi - lo + 1, minlength=len(counts)).astype(np.int64),
+    )
+    seg_lo = bounds[:-1][covered] if size else bounds
+    seg_hi = bounds[1:][covered] - 1 if size else bounds
+    return seg_lo.tolist(), seg_hi.tolist(), edges_of
 
 
 class _SegmentEdges:
@@ -213,25 +216,31 @@ class _SegmentEdges:
     and its edge width in atoms, in flat arrays: three machine ints per edge instead of a tuple
     and a list per state (a 20,000-branch enum has 170,000 states)."""
 
-    def __init__(self) -> None:
-        self.firsts = array("q")
-        self.lasts = array("q")
-        self.targets = array("q")
-        self.offsets = array("q", [0])
-        self.widths = array("q")
-
-    def add(self, edges: list[tuple[int, int, int]], width: int) -> None:
-        for first, last, target in edges:
-            self.firsts.append(first)
-            self.lasts.append(last)
-            self.targets.append(target)
-        self.offsets.append(len(self.targets))
-        self.widths.append(width)
+    def __init__(
+        self,
+        firsts: np.ndarray,
+        lasts: np.ndarray,
+        targets: np.ndarray,
+        offsets: np.ndarray,
+        widths: np.ndarray,
+    ) -> None:
+        self.firsts = _machine_ints(firsts)
+        self.lasts = _machine_ints(lasts)
+        self.targets = _machine_ints(targets)
+        self.offsets = _machine_ints(offsets)
+        self.widths = _machine_ints(widths)
 
     def of(self, q: int) -> Iterator[tuple[int, int, int]]:
         """State q's edges, as (first segment, last segment, target) in order."""
         a, b = self.offsets[q], self.offsets[q + 1]
         return zip(self.firsts[a:b], self.lasts[a:b], self.targets[a:b], strict=True)
+
+
+def _machine_ints(values: np.ndarray) -> array:
+    """An int64 numpy array as a compact `array('q')` (fast to index and slice from Python)."""
+    out = array("q")
+    out.frombytes(np.ascontiguousarray(values, dtype=np.int64).tobytes())
+    return out
 
 
 def _pieces(edges: list[tuple[int, int, int]]) -> list[tuple[int, int, frozenset[int]]]:

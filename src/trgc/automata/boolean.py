@@ -40,7 +40,7 @@ import numpy as np
 from trgc.automata.alphabet import Alphabet
 from trgc.automata.dfa import NONE, Counter, Table, determinize_table
 from trgc.automata.graph import coreachable
-from trgc.automata.grouping import group_rows
+from trgc.automata.grouping import distinct_sorted, group_rows
 from trgc.automata.minimize import minimize_table, renumber_table
 from trgc.automata.nfa import Nfa
 from trgc.errors import TrgcError
@@ -103,7 +103,9 @@ def _column_classes(
     """The common segments of the operands inside the segments of operand `lead` (first and
     last atom of each), the column class of each, and per operand the column (or -1) each
     class reads. Classes are numbered in order of their first segment."""
-    points = np.unique(np.concatenate([t.seg_lo for t in tables] + [t.seg_hi + 1 for t in tables]))
+    points = distinct_sorted(
+        np.concatenate([t.seg_lo for t in tables] + [t.seg_hi + 1 for t in tables])
+    )
     lo, hi = points[:-1], points[1:] - 1
     keys = np.empty((lo.size, len(tables)), dtype=np.int64)
     for i, table in enumerate(tables):

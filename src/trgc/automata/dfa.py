@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from trgc.automata.grouping import distinct_sorted
 from trgc.automata.nfa import Nfa
 from trgc.limits import Budget, Limits, check_limit
 
@@ -184,12 +185,7 @@ def _segments(nfa: Nfa) -> tuple[list[int], list[int], _SegmentEdges]:
         [x for edges in nfa.edges for edge in edges for x in edge], dtype=np.int64
     ).reshape(-1, 3)
     lo, hi, target = flat[:, 0], flat[:, 1], flat[:, 2]
-    bounds = np.sort(np.concatenate([lo, hi + 1]))
-    if bounds.size:
-        keep = np.empty(bounds.size, dtype=bool)
-        keep[0] = True
-        np.not_equal(bounds[1:], bounds[:-1], out=keep[1:])
-        bounds = bounds[keep]
+    bounds = distinct_sorted(np.concatenate([lo, hi + 1]))
     at_lo = np.searchsorted(bounds, lo)
     past_hi = np.searchsorted(bounds, hi + 1)
     size = bounds.size

@@ -56,6 +56,18 @@ def sort_groups(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return order[new], inverse
 
 
+def distinct_sorted(values: np.ndarray) -> np.ndarray:
+    """The distinct values of a 1-D array, ascending (a bare `np.unique` imports numpy.ma,
+    ~20 ms of every process)."""
+    ordered = np.sort(values)
+    if ordered.size < 2:
+        return ordered
+    keep = np.empty(ordered.size, dtype=bool)
+    keep[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
+    return ordered[keep]
+
+
 def _first_order(first: np.ndarray, inverse: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Relabel groups (given each group's first row and each row's group) by first row."""
     order = np.argsort(first, kind="stable")

@@ -195,12 +195,18 @@ def _segments(nfa: Nfa) -> tuple[list[int], list[int], _SegmentEdges]:
     first, last = segment_at[at_lo], segment_at[past_hi - 1]
     state = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
     order = np.lexsort((target, last, first, state))
+    first, last, target, state = first[order], last[order], target[order], state[order]
+    # states two of whose edges share a segment (their rows need `_pieces`)
+    shared = (first[1:] <= last[:-1]) & (state[1:] == state[:-1])
+    overlapping = np.zeros(len(counts), dtype=bool)
+    overlapping[state[1:][shared]] = True
     edges_of = _SegmentEdges(
-        first[order],
-        last[order],
-        target[order],
+        first,
+        last,
+        target,
         np.cumsum([0, *counts]),
         np.bincount(state, weights=hi - lo + 1, minlength=len(counts)).astype(np.int64),
+        overlapping.tolist(),
     )
     seg_lo = bounds[:-1][covered] if size else bounds
     seg_hi = bounds[1:][covered] - 1 if size else bounds
@@ -209,7 +215,7 @@ def _segments(nfa: Nfa) -> tuple[list[int], list[int], _SegmentEdges]:
 
 class _SegmentEdges:
     """Every NFA state's edges over segments, (first segment, last segment, target) sorted,
-    and its edge width in atoms, in flat arrays: three machine ints per edge instead of a tuple
+    its edge width in atoms and whether two of its edges overlap, in flat arrays: three machine ints per edge instead of a tuple
     and a list per state (a 20,000-branch enum has 170,000 states)."""
 
     def __init__(
@@ -219,12 +225,14 @@ class _SegmentEdges:
         targets: np.ndarray,
         offsets: np.ndarray,
         widths: np.ndarray,
+        overlapping: list[bool],
     ) -> None:
         self.firsts = _machine_ints(firsts)
         self.lasts = _machine_ints(lasts)
         self.targets = _machine_ints(targets)
         self.offsets = _machine_ints(offsets)
         self.widths = _machine_ints(widths)
+        self.overlapping = overlapping  # per state: two of its edges share a segment
 
     def of(self, q: int) -> Iterator[tuple[int, int, int]]:
         """State q's edges, as (first segment, last segment, target) in order."""
@@ -270,6 +278,7 @@ def determinize_table(
     important = [bool(nfa.edges[q]) or q == nfa.final for q in range(nfa.n_states)]
     seg_lo, seg_hi, edges_of = _segments(nfa)
     widths = edges_of.widths
+    overlapping = edges_of.overlapping
     n_seg = len(seg_lo)
     atoms_before = [0]  # atoms in segments 0..j-1
     for lo, hi in zip(seg_lo, seg_hi, strict=True):
@@ -277,6 +286,11 @@ def determinize_table(
     closures = _Closures(nfa, important, budget)
     closure = closures.of
     single = closures.single_charged
+    eps = nfa.eps
+    # closures of single states with epsilon edges, once asked for (charged then, as
+    # `single_charged` charges); a state without them is its own closure, made on the spot
+    known: list[frozenset[int] | None] = [None] * nfa.n_states
+    charged = closures.charged
     what = f"the automaton of rule {rule}"
     start = closure(frozenset((nfa.start,)))
     ids: dict[frozenset[int], int] = {start: 0}
@@ -309,24 +323,38 @@ def determinize_table(
         budget.charge(cost, "subset construction")
         # pieces of the row: (first segment, last segment, one target or a set of targets)
         pieces: list = edges
-        for i in range(len(edges) - 1):
-            if edges[i + 1][0] <= edges[i][1]:
-                pieces = _pieces(edges)
-                break
-        memo: dict = {}  # a target state, or a set of them -> DFA state
+        if len(edges) > 1 and (len(subset) > 1 or overlapping[q]):
+            for i in range(len(edges) - 1):
+                if edges[i + 1][0] <= edges[i][1]:
+                    pieces = _pieces(edges)
+                    break
+        memo: dict = {}  # a set of targets -> DFA state
         row_atoms = 0
         for lo, hi, raw in pieces:
-            target = memo.get(raw)
-            if target is None:
-                closed = single(raw) if type(raw) is int else closure(raw)
+            if type(raw) is int:
+                if not eps[raw]:
+                    closed = frozenset((raw,)) if important[raw] else _NO_STATES
+                    if raw not in charged:  # charged once, as a one-state search
+                        charged.add(raw)
+                        budget.charge(1, "epsilon closure")
+                else:
+                    closed = known[raw]
+                    if closed is None:
+                        closed = known[raw] = single(raw)
                 target = ids.get(closed)
+            else:
+                target = memo.get(raw)
                 if target is None:
-                    if counter.states + 1 > max_states:
-                        check_limit("states", counter.states + 1, max_states, what)
-                    counter.states += 1
-                    target = ids[closed] = len(subsets)
-                    subsets.append(closed)
-                memo[raw] = target
+                    closed = closure(raw)
+                    target = memo[raw] = ids.get(closed)
+            if target is None:
+                if counter.states + 1 > max_states:
+                    check_limit("states", counter.states + 1, max_states, what)
+                counter.states += 1
+                target = ids[closed] = len(subsets)
+                subsets.append(closed)
+                if type(raw) is not int:
+                    memo[raw] = target
             runs.append((state, lo, hi - lo + 1, target))
             row_atoms += atoms_before[hi + 1] - atoms_before[lo]
         if counter.transitions + row_atoms > max_transitions:

@@ -291,6 +291,8 @@ def determinize_table(
     # `single_charged` charges); a state without them is its own closure, made on the spot
     known: list[frozenset[int] | None] = [None] * nfa.n_states
     charged = closures.charged
+    # closures of the sets of targets met in rows so far, with what a request is charged
+    set_closures: dict[frozenset[int], tuple[frozenset[int], int]] = {}
     what = f"the automaton of rule {rule}"
     start = closure(frozenset((nfa.start,)))
     ids: dict[frozenset[int], int] = {start: 0}
@@ -345,7 +347,17 @@ def determinize_table(
             else:
                 target = memo.get(raw)
                 if target is None:
-                    closed = closure(raw)
+                    found = set_closures.get(raw)
+                    if found is None:
+                        before = budget.used
+                        closed = closure(raw)
+                        # a set is charged its search on every request, one state only once
+                        cost = budget.used - before if len(raw) > 1 else 0
+                        set_closures[raw] = (closed, cost)
+                    else:  # the same set of targets in an earlier row: charged as searched
+                        closed, cost = found
+                        if cost:
+                            budget.charge(cost, "epsilon closure")
                     target = memo[raw] = ids.get(closed)
             if target is None:
                 if counter.states + 1 > max_states:

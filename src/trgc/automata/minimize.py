@@ -74,14 +74,20 @@ def _moore(table: Table, block: np.ndarray, budget: Budget) -> bool:
     budget.charge(int(owner.size), "minimisation")
     # distinct blocks by counting (a bare np.unique would import numpy.ma, ~20 ms a process)
     count = int(np.count_nonzero(np.bincount(block[:n])))
+    new = np.empty(n, dtype=bool)
+    new[:1] = True
     for _ in range(MOORE_ROUNDS):
         budget.charge(1, "minimisation")
-        words = np.add.reduceat((block[source] + 2).astype(np.uint64) * factor, starts)
-        _, inverse = sort_groups(words)
-        blocks = int(inverse.max()) + 1
+        words = np.add.reduceat((block[source] + 2).view(np.uint64) * factor, starts)
+        # blocks numbered by word (any order of equal words numbers them alike)
+        order = np.argsort(words)
+        ordered = words[order]
+        np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
+        labels = np.cumsum(new)
+        blocks = int(labels[-1])
         if blocks == count:
             break
-        block[:n] = inverse
+        block[order] = labels
         count = blocks
     else:
         return False

@@ -164,13 +164,26 @@ class _Closures:
         if len(raw) == 1:
             (q,) = raw
             return self.single_charged(q)
-        eps = self.nfa.eps
-        plain = [q for q in raw if not eps[q]]
-        deep = [self._search(q) for q in raw if eps[q]]
-        seen = frozenset(plain).union(*(seen for _, seen in deep))
-        self.budget.charge(len(seen), "epsilon closure")
-        important = self.important
-        return frozenset(q for q in plain if important[q]).union(*(closed for closed, _ in deep))
+        eps, important, search = self.nfa.eps, self.important, self._search
+        kept: list[int] = []  # important states without epsilon edges
+        passed: list[int] = []  # the others without
+        closures: list[frozenset[int]] = []
+        visits: list[Collection[int]] = []  # searches that visited more than they kept
+        for q in raw:
+            if eps[q]:
+                closed, seen = search(q)
+                closures.append(closed)
+                if seen is not closed:
+                    visits.append(seen)
+            elif important[q]:
+                kept.append(q)
+            else:
+                passed.append(q)
+        closed = frozenset(kept).union(*closures)
+        # charged as one search from the set: every state it visits
+        visited = closed.union(passed, *visits) if passed or visits else closed
+        self.budget.charge(len(visited), "epsilon closure")
+        return closed
 
 
 def _segments(nfa: Nfa) -> tuple[list[int], list[int], _SegmentEdges]:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from trgc.automata.grouping import distinct_sorted
 from trgc.automata.nfa import Nfa
 from trgc.limits import Budget, Limits, check_limit
 
@@ -163,75 +164,100 @@ class _Closures:
         if len(raw) == 1:
             (q,) = raw
             return self.single_charged(q)
-        eps = self.nfa.eps
-        plain = [q for q in raw if not eps[q]]
-        deep = [self._search(q) for q in raw if eps[q]]
-        seen = frozenset(plain).union(*(seen for _, seen in deep))
-        self.budget.charge(len(seen), "epsilon closure")
-        important = self.important
-        return frozenset(q for q in plain if important[q]).union(*(closed for closed, _ in deep))
+        eps, important, search = self.nfa.eps, self.important, self._search
+        kept: list[int] = []  # important states without epsilon edges
+        passed: list[int] = []  # the others without
+        closures: list[frozenset[int]] = []
+        visits: list[Collection[int]] = []  # searches that visited more than they kept
+        for q in raw:
+            if eps[q]:
+                closed, seen = search(q)
+                closures.append(closed)
+                if seen is not closed:
+                    visits.append(seen)
+            elif important[q]:
+                kept.append(q)
+            else:
+                passed.append(q)
+        closed = frozenset(kept).union(*closures)
+        # charged as one search from the set: every state it visits
+        visited = closed.union(passed, *visits) if passed or visits else closed
+        self.budget.charge(len(visited), "epsilon closure")
+        return closed
 
 
 def _segments(nfa: Nfa) -> tuple[list[int], list[int], _SegmentEdges]:
-    """The NFA's segments (first and last atom of each) and every state's edges over them."""
-    bounds: set[int] = set()
-    for edges in nfa.edges:
-        for lo, hi, _ in edges:
-            bounds.add(lo)
-            bounds.add(hi + 1)
-    points = sorted(bounds)
-    cover = [0] * (len(points) + 1)
-    position = {p: i for i, p in enumerate(points)}
-    for edges in nfa.edges:
-        for lo, hi, _ in edges:
-            cover[position[lo]] += 1
-            cover[position[hi + 1]] -= 1
-    seg_lo: list[int] = []
-    seg_hi: list[int] = []
-    segment_at: list[int] = [-1] * len(points)  # elementary interval -> segment
-    depth = 0
-    for i in range(len(points) - 1):
-        depth += cover[i]
-        if depth > 0:
-            segment_at[i] = len(seg_lo)
-            seg_lo.append(points[i])
-            seg_hi.append(points[i + 1] - 1)
-    edges_of = _SegmentEdges()
-    for edges in nfa.edges:
-        edges_of.add(
-            sorted(
-                (segment_at[position[lo]], segment_at[position[hi + 1] - 1], t)
-                for lo, hi, t in edges
-            ),
-            sum(hi - lo + 1 for lo, hi, _ in edges),
-        )
-    return seg_lo, seg_hi, edges_of
+    """The NFA's segments (first and last atom of each) and every state's edges over them.
+
+    On whole arrays: the edge bounds, sorted and deduplicated, cut the atoms into elementary
+    intervals; those some edge covers (a running sum of +1 at each edge's start, -1 past its
+    end) are the segments, and each edge spans the segments from the one at its first atom
+    to the one at its last. Edges are sorted by (state, first segment, last segment, target)."""
+    counts = [len(edges) for edges in nfa.edges]
+    flat = np.array(
+        [x for edges in nfa.edges for edge in edges for x in edge], dtype=np.int64
+    ).reshape(-1, 3)
+    lo, hi, target = flat[:, 0], flat[:, 1], flat[:, 2]
+    bounds = distinct_sorted(np.concatenate([lo, hi + 1]))
+    at_lo = np.searchsorted(bounds, lo)
+    past_hi = np.searchsorted(bounds, hi + 1)
+    size = bounds.size
+    depth = np.cumsum(np.bincount(at_lo, minlength=size) - np.bincount(past_hi, minlength=size))
+    covered = depth[: max(size - 1, 0)] > 0
+    segment_at = np.cumsum(covered) - 1
+    first, last = segment_at[at_lo], segment_at[past_hi - 1]
+    state = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
+    order = np.lexsort((target, last, first, state))
+    first, last, target, state = first[order], last[order], target[order], state[order]
+    # states two of whose edges share a segment (their rows need `_pieces`)
+    shared = (first[1:] <= last[:-1]) & (state[1:] == state[:-1])
+    overlapping = np.zeros(len(counts), dtype=bool)
+    overlapping[state[1:][shared]] = True
+    edges_of = _SegmentEdges(
+        first,
+        last,
+        target,
+        np.cumsum([0, *counts]),
+        np.bincount(state, weights=hi - lo + 1, minlength=len(counts)).astype(np.int64),
+        overlapping.tolist(),
+    )
+    seg_lo = bounds[:-1][covered] if size else bounds
+    seg_hi = bounds[1:][covered] - 1 if size else bounds
+    return seg_lo.tolist(), seg_hi.tolist(), edges_of
 
 
 class _SegmentEdges:
     """Every NFA state's edges over segments, (first segment, last segment, target) sorted,
-    and its edge width in atoms, in flat arrays: three machine ints per edge instead of a tuple
+    its edge width in atoms and whether two of its edges overlap, in flat arrays: three machine ints per edge instead of a tuple
     and a list per state (a 20,000-branch enum has 170,000 states)."""
 
-    def __init__(self) -> None:
-        self.firsts = array("q")
-        self.lasts = array("q")
-        self.targets = array("q")
-        self.offsets = array("q", [0])
-        self.widths = array("q")
-
-    def add(self, edges: list[tuple[int, int, int]], width: int) -> None:
-        for first, last, target in edges:
-            self.firsts.append(first)
-            self.lasts.append(last)
-            self.targets.append(target)
-        self.offsets.append(len(self.targets))
-        self.widths.append(width)
+    def __init__(
+        self,
+        firsts: np.ndarray,
+        lasts: np.ndarray,
+        targets: np.ndarray,
+        offsets: np.ndarray,
+        widths: np.ndarray,
+        overlapping: list[bool],
+    ) -> None:
+        self.firsts = _machine_ints(firsts)
+        self.lasts = _machine_ints(lasts)
+        self.targets = _machine_ints(targets)
+        self.offsets = _machine_ints(offsets)
+        self.widths = _machine_ints(widths)
+        self.overlapping = overlapping  # per state: two of its edges share a segment
 
     def of(self, q: int) -> Iterator[tuple[int, int, int]]:
         """State q's edges, as (first segment, last segment, target) in order."""
         a, b = self.offsets[q], self.offsets[q + 1]
         return zip(self.firsts[a:b], self.lasts[a:b], self.targets[a:b], strict=True)
+
+
+def _machine_ints(values: np.ndarray) -> array:
+    """An int64 numpy array as a compact `array('q')` (fast to index and slice from Python)."""
+    out = array("q")
+    out.frombytes(np.ascontiguousarray(values, dtype=np.int64).tobytes())
+    return out
 
 
 def _pieces(edges: list[tuple[int, int, int]]) -> list[tuple[int, int, frozenset[int]]]:
@@ -265,6 +291,7 @@ def determinize_table(
     important = [bool(nfa.edges[q]) or q == nfa.final for q in range(nfa.n_states)]
     seg_lo, seg_hi, edges_of = _segments(nfa)
     widths = edges_of.widths
+    overlapping = edges_of.overlapping
     n_seg = len(seg_lo)
     atoms_before = [0]  # atoms in segments 0..j-1
     for lo, hi in zip(seg_lo, seg_hi, strict=True):
@@ -272,6 +299,13 @@ def determinize_table(
     closures = _Closures(nfa, important, budget)
     closure = closures.of
     single = closures.single_charged
+    eps = nfa.eps
+    # closures of single states with epsilon edges, once asked for (charged then, as
+    # `single_charged` charges); a state without them is its own closure, made on the spot
+    known: list[frozenset[int] | None] = [None] * nfa.n_states
+    charged = closures.charged
+    # closures of the sets of targets met in rows so far, with what a request is charged
+    set_closures: dict[frozenset[int], tuple[frozenset[int], int]] = {}
     what = f"the automaton of rule {rule}"
     start = closure(frozenset((nfa.start,)))
     ids: dict[frozenset[int], int] = {start: 0}
@@ -304,24 +338,48 @@ def determinize_table(
         budget.charge(cost, "subset construction")
         # pieces of the row: (first segment, last segment, one target or a set of targets)
         pieces: list = edges
-        for i in range(len(edges) - 1):
-            if edges[i + 1][0] <= edges[i][1]:
-                pieces = _pieces(edges)
-                break
-        memo: dict = {}  # a target state, or a set of them -> DFA state
+        if len(edges) > 1 and (len(subset) > 1 or overlapping[q]):
+            for i in range(len(edges) - 1):
+                if edges[i + 1][0] <= edges[i][1]:
+                    pieces = _pieces(edges)
+                    break
+        memo: dict = {}  # a set of targets -> DFA state
         row_atoms = 0
         for lo, hi, raw in pieces:
-            target = memo.get(raw)
-            if target is None:
-                closed = single(raw) if type(raw) is int else closure(raw)
+            if type(raw) is int:
+                if not eps[raw]:
+                    closed = frozenset((raw,)) if important[raw] else _NO_STATES
+                    if raw not in charged:  # charged once, as a one-state search
+                        charged.add(raw)
+                        budget.charge(1, "epsilon closure")
+                else:
+                    closed = known[raw]
+                    if closed is None:
+                        closed = known[raw] = single(raw)
                 target = ids.get(closed)
+            else:
+                target = memo.get(raw)
                 if target is None:
-                    if counter.states + 1 > max_states:
-                        check_limit("states", counter.states + 1, max_states, what)
-                    counter.states += 1
-                    target = ids[closed] = len(subsets)
-                    subsets.append(closed)
-                memo[raw] = target
+                    found = set_closures.get(raw)
+                    if found is None:
+                        before = budget.used
+                        closed = closure(raw)
+                        # a set is charged its search on every request, one state only once
+                        cost = budget.used - before if len(raw) > 1 else 0
+                        set_closures[raw] = (closed, cost)
+                    else:  # the same set of targets in an earlier row: charged as searched
+                        closed, cost = found
+                        if cost:
+                            budget.charge(cost, "epsilon closure")
+                    target = memo[raw] = ids.get(closed)
+            if target is None:
+                if counter.states + 1 > max_states:
+                    check_limit("states", counter.states + 1, max_states, what)
+                counter.states += 1
+                target = ids[closed] = len(subsets)
+                subsets.append(closed)
+                if type(raw) is not int:
+                    memo[raw] = target
             runs.append((state, lo, hi - lo + 1, target))
             row_atoms += atoms_before[hi + 1] - atoms_before[lo]
         if counter.transitions + row_atoms > max_transitions:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from trgc.automata.grouping import sort_groups
+
 
 def edge_pairs(next_table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(source, target) of every distinct transition pair, in row-major order of first use."""
@@ -19,7 +21,7 @@ def edge_pairs(next_table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     targets = next_table[sources, columns].astype(np.int64)
     if sources.size == 0:
         return sources, targets
-    _, first = np.unique(sources * n + targets, return_index=True)
+    first, _ = sort_groups(sources * n + targets)
     first.sort()
     return sources[first], targets[first]
 

@@ -24,6 +24,7 @@ import numpy as np
 from trgc.automata.alphabet import Alphabet, build_alphabet
 from trgc.automata.byteclasses import byte_classes
 from trgc.automata.dfa import NONE, Counter, Table, determinize_table
+from trgc.automata.grouping import sort_groups
 from trgc.automata.minimize import minimize_table
 from trgc.automata.nfa import RuleInfo, build_nfa, is_plain
 from trgc.automata.predictive import (
@@ -368,7 +369,7 @@ def _scan(
     per_state = np.bincount(states, minlength=n)
     n_calls = len(r.calls)
     # distinct (state, action) pairs in row-major order of first use
-    _, first = np.unique(states * (n + n_calls + 2) + values + n_calls + 2, return_index=True)
+    first, _ = sort_groups(states * (n + n_calls + 2) + values + n_calls + 2)
     first.sort()
     offsets = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(states[first], minlength=n), out=offsets[1:])
@@ -449,7 +450,7 @@ def _canonical(
         cells = rows <= -2
         if cells.any():
             used = (-2 - rows[cells]).astype(np.int64)  # call indices, row-major
-            _, first = np.unique(used, return_index=True)
+            first, _ = sort_groups(used)
             number = np.zeros(len(r.calls), dtype=np.int32)
             for i in used[np.sort(first)].tolist():
                 callee, ret = r.calls[i]

@@ -32,8 +32,8 @@ from __future__ import annotations
 import numpy as np
 
 from trgc.automata.dfa import NONE, Dfa, Table
-from trgc.automata.graph import bfs_order
-from trgc.automata.grouping import multipliers
+from trgc.automata.graph import bfs_order, csr, edge_pairs
+from trgc.automata.grouping import group_rows, multipliers, sort_groups
 from trgc.limits import Budget
 
 
@@ -74,22 +74,66 @@ def _moore(table: Table, block: np.ndarray, budget: Budget) -> bool:
     budget.charge(int(owner.size), "minimisation")
     # distinct blocks by counting (a bare np.unique would import numpy.ma, ~20 ms a process)
     count = int(np.count_nonzero(np.bincount(block[:n])))
+    new = np.empty(n, dtype=bool)
+    new[:1] = True
     for _ in range(MOORE_ROUNDS):
         budget.charge(1, "minimisation")
-        words = np.add.reduceat((block[source] + 2).astype(np.uint64) * factor, starts)
-        _, inverse = np.unique(words, return_inverse=True)
-        blocks = int(inverse.max()) + 1
+        words = np.add.reduceat((block[source] + 2).view(np.uint64) * factor, starts)
+        # blocks numbered by word (any order of equal words numbers them alike)
+        order = np.argsort(words)
+        ordered = words[order]
+        np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
+        labels = np.cumsum(new)
+        blocks = int(labels[-1])
         if blocks == count:
             break
-        block[:n] = inverse.reshape(-1)
+        block[order] = labels
         count = blocks
     else:
         return False
     signature = block[np.where(next_table < 0, n, next_table)]
-    _, first, inverse = np.unique(block[:n], return_index=True, return_inverse=True)
-    leader = first[inverse.reshape(-1)]
+    first, inverse = sort_groups(block[:n])
+    leader = first[inverse]
     accepting = table.accepting
     return bool((accepting == accepting[leader]).all() and (signature == signature[leader]).all())
+
+
+def _finite_classes(table: Table, block: np.ndarray, budget: Budget) -> None:
+    """The partition to refine from when rounds do not settle (`block`, int64[n + 1], in
+    place): the exact classes of the *finite* states, those from which no cycle is reachable,
+    and the others by acceptance.
+
+    Two equivalent states have the same paths (as column sequences), so a finite state is
+    never equivalent to one that reaches a cycle. Taken in reverse topological order (Kahn's
+    algorithm on successor counts), a finite state's successors are all classified before it,
+    and its class is its acceptance and its successors' classes per column: equal exactly
+    when the states are equivalent, by induction on the longest path. Long chains (a copied
+    `x{0,1000}`, a bounded string intersected with a pattern) need one round each, and here
+    one step each. The partition is never finer than the coarsest one and coarser only among
+    the states that reach cycles, which the rounds then split."""
+    n = table.n_states
+    sources, targets = edge_pairs(table.next)
+    budget.charge(n + int(sources.size), "minimisation")
+    offsets, preds = csr(targets, sources, n)
+    off, pre = offsets.tolist(), preds.tolist()
+    remaining = np.bincount(sources, minlength=n).tolist()
+    order = [s for s in range(n) if remaining[s] == 0]
+    for t in order:  # grows while it is read: Kahn's algorithm, successors first
+        for s in pre[off[t] : off[t + 1]]:
+            remaining[s] -= 1
+            if remaining[s] == 0:
+                order.append(s)
+    rows = table.next.tolist()
+    accepting = table.accepting.tolist()
+    label = [-1] * n
+    classes: dict[tuple, int] = {}
+    for s in order:
+        key = (accepting[s], *[label[t] if t >= 0 else -1 for t in rows[s]])
+        label[s] = classes.setdefault(key, len(classes))
+    finite = np.zeros(n, dtype=bool)
+    finite[order] = True
+    labels = np.array(label, dtype=np.int64)
+    block[:n] = np.where(finite, labels + 2, table.accepting)
 
 
 def _hopcroft(table: Table, block: np.ndarray, budget: Budget) -> None:
@@ -149,19 +193,42 @@ def _hopcroft(table: Table, block: np.ndarray, budget: Budget) -> None:
     block[:n] = block_of
 
 
+def distinct_columns(next_table: np.ndarray) -> np.ndarray:
+    """Indices of one column per distinct column of `next_table` that has a transition,
+    ascending. Two states agree on every column iff they agree on these: a repeated column
+    (segments every state treats alike, common in products and wide classes) or an empty one
+    adds nothing to a signature, so refinement over these finds the same partition."""
+    used = np.nonzero((next_table >= 0).any(axis=0))[0]
+    if used.size < 2:
+        return used
+    _, first = group_rows(np.ascontiguousarray(next_table[:, used].T))
+    return used[first]  # first columns of their groups, ascending
+
+
 def minimize_table(table: Table, budget: Budget) -> Table:
-    """The minimal DFA equivalent to `table` (all states assumed reachable), BFS-numbered."""
+    """The minimal DFA equivalent to `table` (all states assumed reachable), BFS-numbered.
+
+    Refinement runs over the distinct columns only (`distinct_columns`); the budget is
+    charged as for the whole table."""
     n = table.n_states
     block = np.empty(n + 1, dtype=np.int64)
     block[:n] = table.accepting
     block[n] = -1
-    if not _moore(table, block, budget):
-        # the rounds reached a partition never finer than the coarsest one; split it by
-        # acceptance (a collision may have merged across) and refine it exactly
-        block[:n] = block[:n] * 2 + table.accepting
-        _hopcroft(table, block, budget)
-    _, representative, quotient = np.unique(block[:n], return_index=True, return_inverse=True)
-    quotient = np.append(quotient.reshape(-1).astype(np.int32), np.int32(NONE))
+    kept = distinct_columns(table.next)
+    has = table.next >= 0
+    budget.charge(int(np.count_nonzero(has)) - int(np.count_nonzero(has[:, kept])), "minimisation")
+    narrow = table.with_next(np.ascontiguousarray(table.next[:, kept]))
+    if not _moore(narrow, block, budget):
+        # long chains: classify the states with finitely many paths exactly, then refine
+        # the others from there
+        _finite_classes(narrow, block, budget)
+        if not _moore(narrow, block, budget):
+            # the rounds reached a partition never finer than the coarsest one; split it by
+            # acceptance (a collision may have merged across) and refine it exactly
+            block[:n] = block[:n] * 2 + table.accepting
+            _hopcroft(narrow, block, budget)
+    representative, quotient = sort_groups(block[:n])
+    quotient = np.append(quotient.astype(np.int32), np.int32(NONE))
     rows = table.next[representative]
     merged = table.with_next(quotient[np.where(rows < 0, n, rows)], table.accepting[representative])
     return renumber_table(merged, int(quotient[0]))

@@ -146,14 +146,36 @@ class _Builder:
         else:
             self.edges[q] = [*row, edge]
 
-    def _byte_chain(self, start: int, end: int, seq) -> None:
-        """Edges start -> ... -> end spelling the byte-range sequence `seq`."""
+    def _literal(self, data: bytes) -> tuple[int, int]:
+        """A chain of fresh states spelling `data`: (entry, exit)."""
         atom = self.alphabet.atom_of_byte
-        here = start
-        for i, (lo, hi) in enumerate(seq):
-            nxt = end if i == len(seq) - 1 else self._new()
-            self._edge(here, (atom[lo], atom[hi], nxt))
-            here = nxt
+        s = len(self.eps)
+        self.eps.extend([()] * (len(data) + 1))
+        self.edges.extend([((atom[b], atom[b], s + i + 1),) for i, b in enumerate(data)])
+        self.edges.append(())
+        return s, s + len(data)
+
+    def _class(self, seqs) -> tuple[int, int]:
+        """A fresh entry and exit and, for each byte-range sequence of a class, a chain of
+        fresh states from one to the other spelling it (allocated in sequence order)."""
+        atom = self.alphabet.atom_of_byte
+        eps, edges = self.eps, self.edges
+        s, e = len(eps), len(eps) + 1
+        eps.extend(((), ()))
+        edges.extend(((), ()))
+        entry: list[tuple[int, int, int]] = []
+        for seq in seqs:
+            last = len(seq) - 1
+            lo, hi = seq[0]
+            nxt = e if last == 0 else len(eps)
+            entry.append((atom[lo], atom[hi], nxt))
+            for i in range(1, last + 1):
+                lo, hi = seq[i]
+                eps.append(())
+                edges.append(((atom[lo], atom[hi], e if i == last else nxt + 1),))
+                nxt += 1
+        edges[s] = entry
+        return s, e
 
     def build(self, root: int) -> Nfa:
         nodes = self.grammar.nodes
@@ -173,22 +195,11 @@ class _Builder:
                 elif kind == Kind.LITERAL:
                     data: bytes = node.payload
                     self._reserve(len(data) + 1, node.line, node.column)
-                    s = self._new()
-                    e = s
-                    for b in data:
-                        nxt = self._new()
-                        a = self.alphabet.atom_of_byte[b]
-                        self._edge(e, (a, a, nxt))
-                        e = nxt
-                    results.append((s, e))
+                    results.append(self._literal(data))
                 elif kind == Kind.CLASS:
                     seqs = self.alphabet.class_seqs[node_id]
                     self._reserve(2 + sum(len(q) - 1 for q in seqs), node.line, node.column)
-                    s = self._new()
-                    e = self._new()
-                    for seq in seqs:
-                        self._byte_chain(s, e, seq)
-                    results.append((s, e))
+                    results.append(self._class(seqs))
                 elif kind == Kind.SPECIAL:
                     self._reserve(2, node.line, node.column)
                     s, e = self._new(), self._new()
@@ -331,18 +342,22 @@ class _Builder:
         for _ in range(dfa.n_states + 1):
             self._new()
         exit_ = base + dfa.n_states
-        for s, row in enumerate(dfa.delta):
+        seg_lo, seg_hi = dfa.seg_lo.tolist(), dfa.seg_hi.tolist()
+        accepting = dfa.accepting.tolist()
+        for s, row in enumerate(dfa.next.tolist()):
             run: list[int] = []  # [lo, hi, target] of the current run of atoms
-            for atom in sorted(row):
-                if run and atom == run[1] + 1 and row[atom] == run[2]:
-                    run[1] = atom
+            for lo, hi, target in zip(seg_lo, seg_hi, row, strict=True):
+                if target < 0:
+                    continue
+                if run and lo == run[1] + 1 and target == run[2]:
+                    run[1] = hi
                     continue
                 if run:
                     self._edge(base + s, (run[0], run[1], base + run[2]))
-                run = [atom, atom, row[atom]]
+                run = [lo, hi, target]
             if run:
                 self._edge(base + s, (run[0], run[1], base + run[2]))
-            if dfa.accepting[s]:
+            if accepting[s]:
                 self._eps(base + s, exit_)
         return base, exit_
 
@@ -352,15 +367,22 @@ class _Builder:
         count = high if high is not None else max(low, 1)
         size = len(self.eps) - mark
         self._reserve((count - 1) * size + 2, node.line, node.column)
-        template_eps = [self.eps[q] for q in range(mark, mark + size)]
-        template_edges = [self.edges[q] for q in range(mark, mark + size)]
+        eps, edges = self.eps, self.edges
+        template_eps = eps[mark : mark + size]
+        template_edges = edges[mark : mark + size]
+        # one operation per state and per labelled edge copied, charged a copy at a time
+        per_copy = size + sum(len(row) for row in template_edges)
         instances = [child]
         for _ in range(count - 1):
-            delta = len(self.eps) - mark
-            for q in range(size):
-                self.eps.append(tuple(t + delta for t in template_eps[q]))
-                self.edges.append(tuple((lo, hi, t + delta) for lo, hi, t in template_edges[q]))
-                self.budget.charge(1 + len(template_edges[q]), "NFA construction")
+            delta = len(eps) - mark
+            self.budget.charge(per_copy, "NFA construction")
+            eps.extend([tuple([t + delta for t in row]) if row else () for row in template_eps])
+            edges.extend(
+                [
+                    tuple([(lo, hi, t + delta) for lo, hi, t in row]) if row else ()
+                    for row in template_edges
+                ]
+            )
             instances.append((child[0] + delta, child[1] + delta))
         s, e = self._new(), self._new()
         junction = s

@@ -28,7 +28,9 @@ import traceback
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+# this checkout's trgc, whatever the interpreter has installed (an editable install of another
+# worktree would otherwise be what gets fuzzed)
+sys.path[:0] = [str(ROOT / "src"), str(ROOT / "tests")]
 
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis.database import (  # noqa: E402
@@ -154,6 +156,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "build" / "fuzz")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
+    import trgc
+
+    print(f"fuzzing trgc {trgc.__version__} from {Path(trgc.__file__).parent}", flush=True)
     results: list[dict] = []
     for kind in args.kinds.split(","):
         began = time.strftime("%H:%M:%S")

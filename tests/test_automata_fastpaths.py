@@ -242,25 +242,24 @@ def random_chain_table(rng: random.Random) -> Table:
     return Table(wide, accepting, segments, segments.copy())
 
 
+def _count_calls(monkeypatch, module, name: str) -> list:
+    """Patch `module.name` to record each call; the returned list grows by one per call."""
+    calls: list = []
+    real = getattr(module, name)
+
+    def counted(*args):
+        calls.append(1)
+        return real(*args)
+
+    monkeypatch.setattr(module, name, counted)
+    return calls
+
+
 def test_long_chains_minimise_as_hopcroft_over_every_column_does(monkeypatch):
     import trgc.automata.minimize as minimize
 
-    finite_passes = []
-    real = minimize._finite_classes
-
-    def count(*args):
-        finite_passes.append(1)
-        return real(*args)
-
-    monkeypatch.setattr(minimize, "_finite_classes", count)
-    exact_passes = []
-    real_hopcroft = minimize._hopcroft
-
-    def hopcroft(*args):
-        exact_passes.append(1)
-        return real_hopcroft(*args)
-
-    monkeypatch.setattr(minimize, "_hopcroft", hopcroft)
+    finite_passes = _count_calls(monkeypatch, minimize, "_finite_classes")
+    exact_passes = _count_calls(monkeypatch, minimize, "_hopcroft")
     rng = random.Random(11)
     for _ in range(60):
         table = random_chain_table(rng)

@@ -17,6 +17,7 @@ import pytest
 
 import trgc
 from engine_fixtures import ROOT
+from test_engine_maskstore import LLAMA3, SCHEMA  # the same schema and bundled table
 from trgc.artifact import codec
 from trgc.compiler import schema as schema_module
 from trgc.engine import kernel, maskform, reference
@@ -27,18 +28,6 @@ from trgc.engine.diskcache import DiskCache, EntryKey, decode_entry, encode_entr
 from trgc.engine.matcher import Matcher
 from trgc.grammar.schema.canonical import canonical_instance
 
-LLAMA3 = ROOT / "tokenizers" / "llama3.trt"
-SCHEMA = {
-    "type": "object",
-    "properties": {
-        "id": {"type": "integer"},
-        "name": {"type": "string", "maxLength": 12},
-        "kind": {"enum": ["alpha", "beta", "gamma"]},
-        "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 3},
-        "ok": {"type": "boolean"},
-    },
-    "required": ["id", "name", "kind", "tags", "ok"],
-}
 INSTANCE = {"id": 40213, "name": 'Zoë "q"', "kind": "gamma", "tags": ["a b", "ü"], "ok": False}
 SHIPPED_SCHEMAS = sorted((ROOT / "schemas").glob("*.json"))
 SAMPLE = 400

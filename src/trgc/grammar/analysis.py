@@ -131,24 +131,40 @@ def _reachable(start: int, refs: list[tuple[int, ...]], budget: Budget) -> list[
     return seen
 
 
+# Kinds as plain ints for the per-node loops (an IntEnum attribute lookup per node is slow)
+_SEQ, _ALT, _REPEAT, _REF, _AND, _NOT = (
+    int(Kind.SEQ),
+    int(Kind.ALT),
+    int(Kind.REPEAT),
+    int(Kind.REF),
+    int(Kind.AND),
+    int(Kind.NOT),
+)
+_EMPTY = int(Kind.EMPTY)
+_CONSUMING = frozenset((int(Kind.LITERAL), int(Kind.CLASS), int(Kind.SPECIAL)))
+
+
 def _postorder(nodes: list[Node], root: int, budget: Budget) -> list[int]:
-    """The nodes under `root`, children before parents, leaves in source order (each once)."""
+    """The nodes under `root`, children before parents, leaves in source order (each once).
+
+    The stack holds `i` for a node to expand and `~i` (negative) for one whose children are
+    done, so no pair is made per node."""
     order: list[int] = []
     seen: set[int] = set()
-    stack = [(root, False)]
+    stack = [root]
     while stack:
-        i, expanded = stack.pop()
-        if expanded:
-            order.append(i)
+        i = stack.pop()
+        if i < 0:
+            order.append(~i)
             continue
         if i in seen:
             continue
         seen.add(i)
-        budget.charge(1, "grammar analysis")
-        stack.append((i, True))
+        stack.append(~i)
         for c in reversed(nodes[i].children):
             if c not in seen:
-                stack.append((c, False))
+                stack.append(c)
+    budget.charge(len(order), "grammar analysis")  # one charge per node, after the walk
     return order
 
 
@@ -306,22 +322,29 @@ class _Context:
         nodes = self.grammar.nodes
         target = self.target
         for i in order:
-            node = nodes[i]
-            kind = node.kind
-            if kind == Kind.SEQ:
-                value = all(node_nullable[c] for c in node.children)
-            elif kind == Kind.ALT:
-                value = any(node_nullable[c] for c in node.children)
-            elif kind == Kind.REPEAT:
-                value = node.payload[0] == 0 or node_nullable[node.children[0]]
-            elif kind == Kind.REF:
+            kind, _, _, children, payload = nodes[i]
+            if kind in _CONSUMING:
+                value = False
+            elif kind in (_SEQ, _AND):
+                value = True
+                for c in children:
+                    if not node_nullable[c]:
+                        value = False
+                        break
+            elif kind == _ALT:
+                value = False
+                for c in children:
+                    if node_nullable[c]:
+                        value = True
+                        break
+            elif kind == _REPEAT:
+                value = payload[0] == 0 or node_nullable[children[0]]
+            elif kind == _REF:
                 value = nullable[target[i]]
-            elif kind == Kind.AND:
-                value = all(node_nullable[c] for c in node.children)
-            elif kind == Kind.NOT:
-                value = not node_nullable[node.children[0]]
-            else:  # EMPTY matches nothing; LITERAL, CLASS and SPECIAL always consume
-                value = kind == Kind.EMPTY
+            elif kind == _NOT:
+                value = not node_nullable[children[0]]
+            else:  # EMPTY matches the empty string
+                value = True
             node_nullable[i] = value
         return node_nullable[order[-1]]
 
@@ -415,17 +438,19 @@ class _Context:
         nodes = self.grammar.nodes
         left: dict[int, dict[int, int]] = {}
         alone: dict[int, dict[int, int]] = {}
+        none: dict[int, int] = {}  # shared by every node that reaches no rule (never mutated)
         for order in self.orders:
             for i in order:
-                node = nodes[i]
-                kind = node.kind
+                kind, _, _, kids, payload = nodes[i]
+                if kind in _CONSUMING or kind == _EMPTY:
+                    left[i] = alone[i] = none
+                    continue
                 lmap: dict[int, int] = {}
                 amap: dict[int, int] = {}
-                if kind == Kind.REF:
+                if kind == _REF:
                     lmap[self.target[i]] = i
                     amap = lmap
-                elif kind == Kind.SEQ:
-                    kids = node.children
+                elif kind == _SEQ:
                     for c in kids:
                         for s, w in left[c].items():
                             lmap.setdefault(s, w)
@@ -437,18 +462,16 @@ class _Context:
                             for s, w in alone[c].items():
                                 amap.setdefault(s, w)
                     self.budget.charge(len(kids) + len(lmap) + len(amap), "grammar analysis")
-                elif kind in (Kind.ALT, Kind.AND):  # an AND reaches what each operand reaches
-                    for c in node.children:
+                elif kind in (_ALT, _AND):  # an AND reaches what each operand reaches
+                    for c in kids:
                         for s, w in left[c].items():
                             lmap.setdefault(s, w)
                         for s, w in alone[c].items():
                             amap.setdefault(s, w)
-                    self.budget.charge(
-                        len(node.children) + len(lmap) + len(amap), "grammar analysis"
-                    )
-                elif kind == Kind.REPEAT:
-                    lo, hi = node.payload[:2]
-                    child = node.children[0]
+                    self.budget.charge(len(kids) + len(lmap) + len(amap), "grammar analysis")
+                elif kind == _REPEAT:
+                    lo, hi = payload[:2]
+                    child = kids[0]
                     if hi != 0:
                         lmap = left[child]
                         if lo <= 1 or node_nullable[child]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import IntEnum
+from typing import NamedTuple
 
 
 class Kind(IntEnum):
@@ -35,8 +36,10 @@ class Kind(IntEnum):
     NOT = 9  # children: (item,); every byte string not in the item's language; only an AND operand
 
 
-@dataclass(frozen=True)
-class Node:
+class Node(NamedTuple):
+    """One AST node (a named tuple: the lowering appends thousands, and a tuple is made in
+    half the time of a frozen dataclass)."""
+
     kind: Kind
     line: int
     column: int

@@ -58,9 +58,11 @@ class Builder:
         """Append a node whose own NFA cost is `own` (on top of its children's)."""
         self.check_room(own, "the grammar built from the schema")
         node = self.grammar.add(kind, 0, 0, children, payload)
-        cost = self._cost
-        cost[node] = own + sum(cost.get(c, 2) for c in children)
         self.states += own
+        cost = self._cost
+        for child in children:
+            own += cost.get(child, 2)
+        cost[node] = own
         return node
 
     def node(self, kind: Kind, children: tuple[int, ...], payload=None) -> int:

@@ -16,8 +16,10 @@ automaton cannot fit is stopped after work proportional to the limit, not to the
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from trgc.errors import TrgcError
-from trgc.grammar.ast import Grammar, Kind
+from trgc.grammar.ast import Grammar, Kind, Node
 from trgc.grammar.charclass import normalize
 
 # automata.nfa.NFA_STATE_FACTOR: one machine's NFA may hold this many times the states limit
@@ -29,7 +31,7 @@ EXPAND_STATES = 64
 class Builder:
     """Append-only node constructors over one `Grammar` arena."""
 
-    __slots__ = ("grammar", "max_states", "states", "rule", "_cost")
+    __slots__ = ("grammar", "max_states", "states", "rule", "_cost", "_stamps")
 
     def __init__(self, grammar: Grammar, states_limit: int | None = None) -> None:
         self.grammar = grammar
@@ -37,6 +39,9 @@ class Builder:
         self.states = 0  # NFA states needed, at least, by everything built for `rule`
         self.rule = "root"
         self._cost: dict[int, int] = {}  # node -> NFA states its subtree needs at least
+        # key -> (first node, end, root, net states, gross states) of a `stamp`ed subtree's
+        # first build
+        self._stamps: dict[str, tuple[int, int, int, int, int]] = {}
 
     def begin_rule(self, name: str) -> None:
         """Start counting the nodes of rule `name` (each rule is bounded on its own)."""
@@ -64,6 +69,49 @@ class Builder:
             own += cost.get(child, 2)
         cost[node] = own
         return node
+
+    def stamp(self, key: str, build: Callable[[Builder], int]) -> int:
+        """A fresh copy of the subtree `build(self)` makes, built once per builder and then
+        appended as a whole: the same nodes, in the same order, with the same costs as a new
+        build (so the arena, and the artifact, are what calling `build` would give). `build`
+        must be deterministic and use no node made outside it (a string body's unit: the
+        lowering makes one per string). A copy past the state bound is built node by node,
+        so the refusal is the one the plain build gives."""
+        found = self._stamps.get(key)
+        if found is None or (
+            self.max_states is not None and self.states + found[4] > self.max_states
+        ):
+            states, first = self.states, len(self.grammar.nodes)
+            root = build(self)
+            if found is None:
+                end = len(self.grammar.nodes)
+                self._stamps[key] = (
+                    first,
+                    end,
+                    root,
+                    self.states - states,
+                    self._gross(first, end),
+                )
+            return root
+        first, end, root, states, _ = found
+        nodes, cost = self.grammar.nodes, self._cost
+        offset = len(nodes) - first
+        for i in range(first, end):
+            kind, line, column, children, payload = nodes[i]
+            if children:
+                children = tuple(c + offset for c in children)
+            nodes.append(Node(kind, line, column, children, payload))
+            cost[i + offset] = cost[i]
+        self.states += states
+        return root + offset
+
+    def _gross(self, first: int, end: int) -> int:
+        """The states nodes `first..end` added one by one, before `seq` gave back the empties
+        it dropped: no running total of their build went higher above where it started."""
+        nodes, cost = self.grammar.nodes, self._cost
+        return sum(
+            cost[i] - sum(cost.get(c, 2) for c in nodes[i].children) for i in range(first, end)
+        )
 
     def node(self, kind: Kind, children: tuple[int, ...], payload=None) -> int:
         """A node of any kind (used to copy a subtree), costed like the named constructors."""

@@ -74,7 +74,8 @@ def unit(b: Builder) -> int:
 def string(b: Builder, min_length: int = 0, max_length: int | None = None) -> int:
     """A quoted JSON string of `min_length..max_length` code points (a counter when bounded)."""
     bounded = min_length > 0 or max_length is not None
-    return b.seq(b.lit('"'), b.rep(unit(b), min_length, max_length, counted=bounded), b.lit('"'))
+    body = b.stamp("string unit", unit)
+    return b.seq(b.lit('"'), b.rep(body, min_length, max_length, counted=bounded), b.lit('"'))
 
 
 def _canonical_units_except(b: Builder, excluded: set[str]) -> int | None:

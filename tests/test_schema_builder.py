@@ -1,0 +1,83 @@
+"""The lowering's node builder: a stamped subtree (`Builder.stamp`, the string body's unit) is
+exactly what building it again gives: the same arena, the same projected states, and at the
+state bound the same refusal."""
+
+from __future__ import annotations
+
+import json
+
+from trgc.errors import TrgcError
+from trgc.grammar.ast import Grammar
+from trgc.grammar.charclass import normalize
+from trgc.grammar.schema import lower_schema
+from trgc.grammar.schema.nodes import Builder
+from trgc.grammar.schema.strings import RAW_RANGES, unit
+from trgc.limits import DEFAULT_LIMITS
+
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "maxLength": 20},
+        "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 3},
+        "meta": {"type": "object", "additionalProperties": {"type": "string"}},
+        "kind": {"anyOf": [{"type": "string", "minLength": 2}, {"type": "integer"}]},
+    },
+    "required": ["name"],
+}
+
+
+def _plain_stamp(self: Builder, key: str, build) -> int:
+    return build(self)
+
+
+def _lower(states: int | None = None):
+    limits = DEFAULT_LIMITS if states is None else DEFAULT_LIMITS.with_overrides({"states": states})
+    try:
+        grammar = lower_schema(json.loads(json.dumps(SCHEMA)), limits=limits)
+    except TrgcError as error:
+        return ("refused", error.code, error.message)
+    return ("lowered", grammar.nodes, grammar.rules)
+
+
+def test_stamped_units_build_the_same_arena(monkeypatch):
+    stamped = _lower()
+    monkeypatch.setattr(Builder, "stamp", _plain_stamp)
+    plain = _lower()
+    assert stamped[0] == "lowered"
+    assert stamped == plain
+    # the schema has several strings, so some units were copies, not builds
+    raw = normalize(list(RAW_RANGES))
+    assert sum(1 for node in stamped[1] if node.payload == raw) >= 5
+
+
+def test_the_state_bound_refuses_where_a_plain_build_does(monkeypatch):
+    """Every bound from far below to past what the schema needs (the first lowering is at
+    about 420): a copy never passes a bound that building the unit node by node hits."""
+    stamped = {states: _lower(states) for states in range(20, 440)}
+    monkeypatch.setattr(Builder, "stamp", _plain_stamp)
+    assert {"refused", "lowered"} == {outcome[0] for outcome in stamped.values()}
+    for states, outcome in stamped.items():
+        assert outcome == _lower(states), states
+
+
+def _with_empties(b: Builder) -> int:
+    """A subtree whose last `seq` drops an empty: its running state total peaks above its net."""
+    return b.seq(b.alt(b.lit("abc"), b.rep(b.chars("xy"), 0, 3)), b.empty())
+
+
+def _build_many(builder: Builder, stamp: bool) -> tuple:
+    made = []
+    try:
+        for _ in range(6):
+            made.append(builder.stamp("t", _with_empties) if stamp else _with_empties(builder))
+            made.append(builder.stamp("unit", unit) if stamp else unit(builder))
+    except TrgcError as error:
+        return ("refused", error.message, made)
+    return ("built", made, builder.grammar.nodes, builder._cost, builder.states)
+
+
+def test_a_stamp_is_a_build_in_nodes_costs_states_and_refusals():
+    for states in [None, *range(1, 120)]:
+        stamped = _build_many(Builder(Grammar(), states), stamp=True)
+        plain = _build_many(Builder(Grammar(), states), stamp=False)
+        assert stamped == plain, states

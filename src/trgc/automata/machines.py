@@ -37,7 +37,7 @@ from trgc.automata.predictive import (
     resolve,
     trim_unproductive,
 )
-from trgc.automata.reuse import MachineMemo, StructureKeys
+from trgc.automata.reuse import Carried, MachineMemo, StructureKeys
 from trgc.errors import Span, TrgcError
 from trgc.grammar.ast import Grammar, Kind, Rule
 from trgc.limits import Budget, Limits, check_limit
@@ -121,6 +121,7 @@ def build_tables(
     owners = _owners(grammar, rule_index, budget)
     expand: frozenset[int] = frozenset()
     inline: frozenset[str] = frozenset()
+    carried = Carried()
     attempts = 0
     while True:
         attempts += 1
@@ -133,7 +134,7 @@ def build_tables(
             repeats={sp.node: n for n, sp in specs.items() if sp.kind == REPEAT},
             expand=expand,
         )
-        attempt = _attempt(grammar, info, specs, start, limits, budget)
+        attempt = _attempt(grammar, info, specs, start, limits, budget, carried)
         if isinstance(attempt, Tables):
             attempt.stats["operations"] = budget.used - used_before
             attempt.stats["attempts"] = attempts
@@ -142,8 +143,11 @@ def build_tables(
         involved = sorted(n for n in conflicts.involved if specs[n].kind != RULE)
         if not involved:
             raise conflicts.error(places)
-        expand |= {specs[n].node for n in involved if specs[n].kind == REPEAT}
-        inline |= {n for n in involved if specs[n].kind == SHARED}
+        expanded = frozenset(specs[n].node for n in involved if specs[n].kind == REPEAT)
+        inlined = frozenset(n for n in involved if specs[n].kind == SHARED)
+        carried.inlined, carried.expanded = inlined - inline, expanded - expand
+        expand |= expanded
+        inline |= inlined
 
 
 def _owners(grammar: Grammar, rule_index: dict[str, int], budget: Budget) -> dict[int, str]:
@@ -203,8 +207,11 @@ def _attempt(
     start: str,
     limits: Limits,
     budget: Budget,
+    carried: Carried,
 ) -> Tables | tuple[Conflicts, dict[str, dict]]:
-    """One compilation with the given machine plan: the tables, or the conflicts found."""
+    """One compilation with the given machine plan: the tables, or the conflicts found.
+    Machines of the previous attempt that this plan leaves unchanged are taken from
+    `carried` (charged as built); this attempt's are left there for the next."""
     alphabet = build_alphabet(grammar, tuple(specs))
     places = {name: _place(grammar.rules[info.index[sp.rule]]) for name, sp in specs.items()}
     counter = Counter()
@@ -216,24 +223,30 @@ def _attempt(
     pending = [start]
     nfa_states = 0
     dfa_states = 0
+    machines = {}
     while pending:
         name = pending.pop(0)
         if name in dfas:
             continue
         spec = specs[name]
+        built = carried.take(name, spec.root, spec.kind, alphabet)
+        if built is not None and not memo.charge(built):
+            built = None
         # the start rule is one of a kind: it is built without a key
         key = None if name == start else structure.keys(spec.root)
-        built = None if key is None else memo.reuse(key)
+        if built is None and key is not None:
+            built = memo.reuse(key)
         if built is None:
             before = memo.start()
-            nfa, specials, calls = build_nfa(
+            nfa, specials, calls, depends = build_nfa(
                 grammar, info, alphabet, name, limits=limits, budget=budget, root=spec.root
             )
             table = determinize_table(nfa, rule=name, limits=limits, budget=budget, counter=counter)
             sizes = (nfa.n_states, table.n_states)
             del nfa
             table = minimize_table(table, budget)
-            built = memo.keep(key, before, table, specials, calls, *sizes)
+            built = memo.keep(key, before, table, specials, calls, *sizes, depends)
+        machines[name] = (spec.root, spec.kind, built)
         nfa_states += built.nfa_states
         dfa_states += built.dfa_states
         dfas[name] = built.table
@@ -263,6 +276,7 @@ def _attempt(
     follow = follow_sets(dfas, cols, start, first, alphabet.n_input, budget, counts)
     resolved = resolve(dfas, cols, start, first, follow, alphabet, budget, counts)
     if isinstance(resolved, Conflicts):
+        carried.keep(alphabet, machines)
         return resolved, places
     class_of_byte, representatives = byte_classes(resolved, alphabet, budget)
     same = _same_machines(resolved, {n: specs[n].kind for n in resolved}, counts, budget)

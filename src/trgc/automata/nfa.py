@@ -86,6 +86,19 @@ class RuleInfo:
         return self.recursive[self.index[name]] or name in self.shared
 
 
+@dataclass(frozen=True)
+class Depends:
+    """The rules an NFA references and the repetition nodes it meets: inlining one of those
+    rules or copying one of those repetitions may change it, nothing else (beyond its own
+    subtree and the byte atoms) does."""
+
+    refs: frozenset[str]
+    repeats: frozenset[int]
+
+    def unchanged_by(self, inlined: frozenset[str], expanded: frozenset[int]) -> bool:
+        return self.refs.isdisjoint(inlined) and self.repeats.isdisjoint(expanded)
+
+
 class _Builder:
     def __init__(
         self,
@@ -110,6 +123,11 @@ class _Builder:
         self.edges: list[Sequence[tuple[int, int, int]]] = []
         self.specials_used: set[str] = set()
         self.calls_used: set[str] = set()
+        # what the NFA depends on beyond its subtree: the rules it references (inlined or
+        # called) and the repetitions it meets (counted or copied), for `build_tables` to tell
+        # which machines a retry that inlines rules or copies repetitions leaves unchanged
+        self.refs_met: set[str] = set()
+        self.repeats_met: set[int] = set()
 
     def _reserve(self, count: int, line: int, column: int) -> None:
         total = len(self.eps) + count
@@ -210,6 +228,7 @@ class _Builder:
                 elif kind == Kind.REF:
                     name: str = node.payload
                     ri = self.info.index[name]
+                    self.refs_met.add(name)
                     if self.info.is_machine(name) and not (
                         self.expand_all and not self.info.recursive[ri]
                     ):
@@ -230,6 +249,7 @@ class _Builder:
                     for child in reversed(node.children):
                         stack.append(("enter", child))
                 elif kind == Kind.REPEAT:
+                    self.repeats_met.add(node_id)
                     low, high = node.payload[:2]
                     if high == 0:
                         self._reserve(1, node.line, node.column)
@@ -335,6 +355,8 @@ class _Builder:
             operands.append((sub.build(inner), negated))
             self.specials_used |= sub.specials_used
             self.calls_used |= sub.calls_used
+            self.refs_met |= sub.refs_met
+            self.repeats_met |= sub.repeats_met
         what = node.payload or f"rule {self.rule}"
         dfa = product(operands, self.alphabet, what=what, limits=self.limits, budget=self.budget)
         self._reserve(dfa.n_states + 1, node.line, node.column)
@@ -407,14 +429,15 @@ def build_nfa(
     limits: Limits,
     budget: Budget,
     root: int | None = None,
-) -> tuple[Nfa, frozenset[str], frozenset[str]]:
+) -> tuple[Nfa, frozenset[str], frozenset[str], Depends]:
     """The NFA of machine `rule`: the body of that rule, or the subtree at `root` (a counted
     repetition's body), with non-recursive references inlined.
 
-    Returns the NFA, the special names it uses and the machines it calls.
+    Returns the NFA, the special names it uses, the machines it calls and what it depends on.
     """
     builder = _Builder(grammar, info, alphabet, limits, budget, rule)
     if root is None:
         root = grammar.rules[info.index[rule]].body
     nfa = builder.build(root)
-    return nfa, frozenset(builder.specials_used), frozenset(builder.calls_used)
+    depends = Depends(frozenset(builder.refs_met), frozenset(builder.repeats_met))
+    return nfa, frozenset(builder.specials_used), frozenset(builder.calls_used), depends

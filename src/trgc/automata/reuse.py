@@ -21,13 +21,23 @@ key is charged exactly that, so `E_LIMIT_OPERATIONS`, `E_LIMIT_STATES` and the s
 building it again would give. When charging it could reach a limit, the memo steps aside and
 the machine is built again for real, so that the limit is raised at the very same point with
 the same message. The memo lives for one compilation attempt only.
+
+`Carried` keeps the machines of one attempt for the next: a retry after a predictive conflict
+inlines some shared rules and copies some counted repetitions, and a machine whose NFA met
+none of those (`nfa.Depends`) is the same automaton again. Only its call atoms move (the
+retry's alphabet drops the inlined rules' call symbols, keeping the others in order), so its
+table is the old one with those segments renumbered, and it is charged what it cost, as above.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+import numpy as np
+
+from trgc.automata.alphabet import Alphabet
 from trgc.automata.dfa import Counter, Table
+from trgc.automata.nfa import Depends
 from trgc.grammar.ast import Grammar, Kind
 from trgc.limits import Budget, Limits
 
@@ -88,6 +98,7 @@ class Built:
     transitions: int  # counted toward limits.transitions
     nfa_states: int
     dfa_states: int
+    depends: Depends
 
 
 class MachineMemo:
@@ -107,19 +118,23 @@ class MachineMemo:
         """The machine built before under its (loose, named) `keys`, its costs charged, or
         None (build it: there is none, or charging its costs could reach a limit)."""
         found = self.loose.get(keys[0]) or self.named.get(keys[1])
-        if found is None:
+        if found is None or not self.charge(found):
             return None
+        return found
+
+    def charge(self, found: Built) -> bool:
+        """Charge what building `found` cost, unless that could reach a limit (False)."""
         budget, counter, limits = self.budget, self.counter, self.limits
         if (
             budget.used + found.operations > budget.limit
             or counter.states + found.states > limits.states
             or counter.transitions + found.transitions > limits.transitions
         ):
-            return None
+            return False
         budget.used += found.operations
         counter.states += found.states
         counter.transitions += found.transitions
-        return found
+        return True
 
     def start(self) -> tuple[int, int, int]:
         """The running totals before a build (for `keep`)."""
@@ -134,6 +149,7 @@ class MachineMemo:
         calls: frozenset[str],
         nfa_states: int,
         dfa_states: int,
+        depends: Depends,
     ) -> Built:
         used, states, transitions = before
         built = Built(
@@ -145,6 +161,7 @@ class MachineMemo:
             self.counter.transitions - transitions,
             nfa_states,
             dfa_states,
+            depends,
         )
         if keys is not None:
             if calls & self.repeat_names:
@@ -152,3 +169,42 @@ class MachineMemo:
             else:
                 self.loose.setdefault(keys[0], built)
         return built
+
+
+class Carried:
+    """The machines one compilation attempt built, by name, for the next attempt."""
+
+    def __init__(self) -> None:
+        self.alphabet: Alphabet | None = None
+        self.machines: dict[str, tuple[int, int, Built]] = {}  # name -> (root, kind, built)
+        self.inlined: frozenset[str] = frozenset()
+        self.expanded: frozenset[int] = frozenset()
+
+    def keep(self, alphabet: Alphabet, machines: dict[str, tuple[int, int, Built]]) -> None:
+        """Remember an attempt's machines. The driver then sets `inlined` and `expanded`:
+        what the next attempt inlines and copies that this one did not."""
+        self.alphabet, self.machines = alphabet, machines
+
+    def take(self, name: str, root: int, kind: int, alphabet: Alphabet) -> Built | None:
+        """Machine `name` of the previous attempt, over `alphabet`'s atoms, if the retry
+        leaves it unchanged (not charged: `MachineMemo.charge` does that)."""
+        found = self.machines.get(name)
+        if found is None or found[:2] != (root, kind) or self.alphabet is None:
+            return None
+        built = found[2]
+        if not built.depends.unchanged_by(self.inlined, self.expanded):
+            return None
+        old, table = self.alphabet, built.table
+        n_input = old.n_input
+        if alphabet.n_input != n_input or alphabet.atom_lo != old.atom_lo:
+            return None
+        lo = table.seg_lo.tolist()
+        if all(a < n_input for a in lo) and old.calls == alphabet.calls:
+            return built
+        moved = [a if a < n_input else alphabet.call_atom(old.calls[a - n_input]) for a in lo]
+        atoms = np.array(moved, dtype=np.int64)
+        calls = table.seg_lo >= n_input  # one atom each
+        seg_hi = np.where(calls, atoms, table.seg_hi)
+        # the inlined rules' call symbols are gone and the others keep their order, so the
+        # segments stay ascending and the table (and its numbering) stays as it is
+        return replace(built, table=Table(table.next, table.accepting, atoms, seg_hi))

@@ -1,0 +1,81 @@
+"""Machines carried across the retry after a predictive conflict (`reuse.Carried`).
+
+A retry inlines shared rules and copies counted repetitions that were involved in a conflict;
+every machine whose NFA met none of them is taken from the previous attempt instead of being
+built again. That must be invisible: the same artifact bytes, the same operations charged and
+the same running totals as building every machine in every attempt, and the same refusals
+when a limit is reached. The reference is the driver with `Carried.take` switched off.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import trgc
+from schema_helpers import CORPORA
+from trgc.automata import machines, reuse
+from trgc.errors import TrgcError
+from trgc.limits import DEFAULT_LIMITS
+
+BENCH = CORPORA / "jsonschemabench"
+# schemas of the sample whose first attempt conflicts (2 attempts, the last one 4) and whose
+# retry keeps some machines (the start rule's machine meets every changed construct, so a
+# schema with few machines has none to keep)
+RETRIED = [
+    "JsonSchemaStore/0669b7a97f3f3848",
+    "Github_easy/003e70c92170a739",
+    "MCPspec/482f181c9a706ee8",
+    "MCPspec/36684d28afe7bd3a",
+    "JsonSchemaStore/05ee6c7fb6b382fa",
+]
+
+
+def _compile(monkeypatch, raw: bytes, *, carry: bool, limits=DEFAULT_LIMITS):
+    """(artifact bytes or refusal, stats of the tables, machines taken from a retry)."""
+    stats: list[dict] = []
+    taken: list[str] = []
+    real_build, real_take = machines.build_tables, reuse.Carried.take
+
+    def build(*args, **kwargs):
+        tables = real_build(*args, **kwargs)
+        stats.append(dict(tables.stats))
+        return tables
+
+    def take(self, name, *args):
+        found = real_take(self, name, *args) if carry else None
+        if found is not None:
+            taken.append(name)
+        return found
+
+    monkeypatch.setattr(machines, "build_tables", build)
+    monkeypatch.setattr(reuse.Carried, "take", take)
+    try:
+        out = trgc.compile_schema(raw, separators="compact", limits=limits).to_bytes()
+    except TrgcError as error:
+        out = (error.code, error.message)
+    monkeypatch.undo()
+    return out, stats, taken
+
+
+@pytest.mark.skipif(not BENCH.is_dir(), reason=f"the JSONSchemaBench corpus is missing: {BENCH}")
+@pytest.mark.parametrize("name", RETRIED)
+def test_carried_machines_change_no_byte_and_no_charge(monkeypatch, name):
+    raw = (BENCH / f"{name}.json").read_bytes()
+    fast, fast_stats, taken = _compile(monkeypatch, raw, carry=True)
+    plain, plain_stats, _ = _compile(monkeypatch, raw, carry=False)
+    assert fast == plain
+    assert fast_stats == plain_stats
+    assert fast_stats[0]["attempts"] > 1
+    assert taken  # the retry did keep machines of the first attempt
+
+
+@pytest.mark.skipif(not BENCH.is_dir(), reason=f"the JSONSchemaBench corpus is missing: {BENCH}")
+def test_carried_machines_refuse_at_the_limits_where_rebuilt_ones_do(monkeypatch):
+    raw = (BENCH / f"{RETRIED[-1]}.json").read_bytes()
+    _, stats, _ = _compile(monkeypatch, raw, carry=True)
+    operations = stats[0]["operations"]
+    for fraction in (0.5, 0.8, 0.95, 0.99):
+        limits = DEFAULT_LIMITS.with_overrides({"operations": int(operations * fraction)})
+        fast = _compile(monkeypatch, raw, carry=True, limits=limits)[0]
+        assert fast == _compile(monkeypatch, raw, carry=False, limits=limits)[0]
+        assert fast[0] == "E_LIMIT_OPERATIONS"

@@ -52,6 +52,7 @@ from trgc.engine.kernel import Scratch, cold_mask, computed_entry, mask_words
 from trgc.engine.maskform import Dense, Form, Row
 from trgc.engine.maskstore import shared_store
 from trgc.engine.precompute import FrameEntry, FrameMasks, plain_states
+from trgc.engine.slices import candidates
 from trgc.errors import TrgcError
 
 FORCED_BYTES_LIMIT = 4096
@@ -167,8 +168,17 @@ class Matcher:
 
     @functools.cached_property
     def _cheap(self) -> list[bool]:
-        """Per state: whether its frame walk is `framecache.cheap` (walked in `cold_mask`)."""
-        return (walk_bound(self._binding) <= DESCRIBE_ABOVE_NODES).tolist()
+        """Per state: whether its entry is walked inside `cold_mask`: its frame walk is
+        `framecache.cheap` and no slice can fit it (`slices.candidates`). A state that may
+        fit one is left to `_frame`, whose walk uses the slice: its walk bound counts the
+        first bytes it acts on, not those it restarts or returns on (an accepting counted
+        repetition of a string body acts on none, and its open roots span the trie)."""
+        binding = self._binding
+        maybe = binding._lazy.get("slice_candidates")
+        if maybe is None:
+            maybe = binding._lazy["slice_candidates"] = candidates(binding.tables)
+        bounded = walk_bound(binding) <= DESCRIBE_ABOVE_NODES
+        return (bounded & ~maybe.any(axis=0)).tolist()
 
     @functools.cached_property
     def _frame_prefix(self) -> tuple:
@@ -256,9 +266,8 @@ class Matcher:
         its `mask_key`, unless it is the top frame's accept set itself), in one compiled call
         (`kernel.cold_mask`): the top frame's entry combined with a walk of its open roots from
         the live stack (a full walk near `max_depth`), then special tokens and EOS. A cheap
-        frame's entry (`framecache.cheap`) is walked in the same call when the cache lacks it;
-        an expensive one comes from `_frame` (precomputed, shared by residual, or walked with
-        the slices)."""
+        frame's entry (`_cheap`) is walked in the same call when the cache lacks it; any other
+        comes from `_frame` (precomputed, shared by residual, or walked with the slices)."""
         binding = self._binding
         self.last_source = "frame"
         keys = key[-1]

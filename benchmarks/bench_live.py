@@ -545,6 +545,7 @@ def bench(args) -> dict:
             disk = warm.stats
             progress(f"trgc-warm measure: disk hits {disk.hits}, misses {disk.misses}, "
                      f"writes {disk.writes}, refused {disk.refused}")  # fmt: skip
+            warm.flush(60)  # its background writes end before the directory is removed
     if profiler is not None:
         import pstats
 

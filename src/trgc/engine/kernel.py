@@ -154,7 +154,7 @@ def _walk(params, orig, roots, gnext, calls, info, byte_class, node_byte, node_d
         g = frame & LOW32
         dep += info[COST, g]
         nd = info[NEED_MORE, g] if frame >> 48 else info[NEED, g]
-        ok_below[p + 1] = ok_below[p] and dep + nd <= max_depth
+        ok_below[p + 1] = ok_below[p] != 0 and dep + nd <= max_depth
         cells[FRAME, p] = frame
         cells[NEXT, p] = p - 1
     lv[0, TOP] = orig[n_orig - 1]
@@ -368,7 +368,8 @@ class Scratch:
         self.path = np.zeros(levels, dtype=np.int32)
         self.orig = np.zeros(cap, dtype=np.int64)
         self.ok_below = np.zeros(cap + 1, dtype=np.bool_)
-        self.open_roots = np.empty(binding.node_byte.shape[0], dtype=np.int32)
+        self.ro = np.zeros(binding.node_byte.shape[0] + 1, dtype=np.int32)  # the whole trie,
+        self.open_roots = self.ro[1:]  # then open roots found by a frame walk
         self.io = np.zeros(4, dtype=np.int64)
         self.params = np.zeros(8, dtype=np.int64)
         self.params[P_MAX_DEPTH] = kt.max_depth
@@ -377,6 +378,28 @@ class Scratch:
         self.params[P_BUDGET] = CHUNK_NODES
         self.kernel = kt
         self.binding = binding
+        self._levels, self._cap = levels, cap
+
+    @functools.cached_property
+    def live(self) -> LiveTables:
+        """The binding's packed tables, for `cold_mask` (built with its first call)."""
+        return LiveTables.of(self.binding)
+
+    @functools.cached_property
+    def sc(self) -> np.ndarray:
+        """The packed scratch of `_cold` (`C_*` header, then the regions `_live_views`
+        reads), made with the first `cold_mask`; `orig_at` is where the keys go."""
+        levels, cap, n_cells = self._levels, self._cap, self.cells.shape[1]
+        sc = np.zeros(C_HEADER + 16 + 8 * levels + 2 * n_cells + levels + 2 * cap + 1,
+                      dtype=np.int64)  # fmt: skip
+        sc[C_LEVELS], sc[C_CELLS], sc[C_CAP] = levels, n_cells, cap
+        params = sc[C_HEADER : C_HEADER + 8]
+        params[P_MAX_DEPTH] = self.kernel.max_depth
+        params[P_MAX_STEPS] = self.kernel.max_steps
+        params[P_STRIDE] = self.kernel.stride
+        params[P_BUDGET] = CHUNK_NODES
+        self.orig_at = C_HEADER + 16 + 8 * levels + 2 * n_cells + levels
+        return sc
 
 
 def _require(name: str, array: np.ndarray, dtype, ndim: int) -> None:
@@ -497,3 +520,335 @@ def allowed_mask(binding: Binding, config: Config | None, token_ids=None) -> np.
         keep[np.fromiter(token_ids, dtype=np.int64)] = True
         allowed &= keep | ~binding.byte_token
     return allowed
+
+
+# -- the cold mask in one compiled call ---------------------------------------------------
+#
+# A mask the caches do not hold costs, besides its walks, the Python around them: one numba
+# call per walk with 23 arguments (each argument is type-checked at every call), the frame
+# entry, the combine, the special tokens. `_cold` does all of it in one call over a few packed
+# arrays: the binding's tables in one int64 array (`LiveTables.tab`), the trie in one int32
+# array (per tokenizer), the per-matcher scratch in one int64 array (`Scratch.sc`). It is
+# defined here, next to `_walk`, because numba's cache tracks the file of the function it
+# caches and not the files of the functions it calls.
+
+# header of `LiveTables.tab`: sizes, then where each table starts
+(T_G, T_S, T_K, T_NSPEC, T_NEOS, T_NEXT, T_CALLS, T_INFO, T_CLASS, T_SPEC_IDS, T_SPEC_SYMS,
+ T_EOS, T_CALLER, T_PLAIN, T_MAX_DEPTH, T_MAX_STEPS, T_STRIDE, T_WORDS) = range(18)  # fmt: skip
+T_HEADER = 18
+# header of the packed trie (int32): node count, token-id count
+R_NODES, R_TOKENS = 0, 1
+R_HEADER = 2
+# control cells at the start of `Scratch.sc`
+(C_N, C_MODE, C_PHASE, C_NOPEN, C_HEIGHT, C_DIRECT, C_NROOTS, C_LEVELS, C_CELLS,
+ C_CAP, C_TRACE) = range(11)  # fmt: skip
+C_HEADER = 16
+MODE_KNOWN, MODE_COMPUTE = 0, 1  # the top frame's entry is given, or computed in the call
+PH_BEGIN, PH_FRAME, PH_COMBINE, PH_ROOTS, PH_FULL, PH_SYMBOLS = range(6)
+
+
+def _live_views(tab, trie, sc):
+    """The tables, trie arrays and scratch regions `_cold` reads, as views of the packed
+    arrays (no copies)."""
+    n_g = tab[T_G]
+    n_s = tab[T_S]
+    n_k = tab[T_K]
+    gnext = tab[tab[T_NEXT] : tab[T_NEXT] + n_g * n_s].reshape((n_g, n_s))
+    calls = tab[tab[T_CALLS] : tab[T_CALLS] + 4 * n_k].reshape((n_k, 4))
+    info = tab[tab[T_INFO] : tab[T_INFO] + 6 * n_g].reshape((6, n_g))
+    n_nodes = trie[R_NODES]
+    n_tok = trie[R_TOKENS]
+    o = R_HEADER
+    node_byte = trie[o : o + n_nodes]
+    node_depth = trie[o + n_nodes : o + 2 * n_nodes]
+    subtree_end = trie[o + 2 * n_nodes : o + 3 * n_nodes]
+    parent = trie[o + 3 * n_nodes : o + 4 * n_nodes]
+    token_start = trie[o + 4 * n_nodes : o + 5 * n_nodes + 1]
+    token_ids = trie[o + 5 * n_nodes + 1 : o + 5 * n_nodes + 1 + n_tok]
+    levels = sc[C_LEVELS]
+    n_cells = sc[C_CELLS]
+    cap = sc[C_CAP]
+    o = C_HEADER
+    params = sc[o : o + 8]
+    io = sc[o + 8 : o + 12]
+    one = sc[o + 12 : o + 13]
+    o += 16
+    lv = sc[o : o + 8 * levels].reshape((levels, 8))
+    o += 8 * levels
+    cells = sc[o : o + 2 * n_cells].reshape((2, n_cells))
+    o += 2 * n_cells
+    path = sc[o : o + levels]
+    o += levels
+    orig = sc[o : o + cap]
+    o += cap
+    ok_below = sc[o : o + cap + 1]
+    return (gnext, calls, info, node_byte, node_depth, subtree_end, parent, token_start,
+            token_ids, params, io, one, lv, cells, path, orig, ok_below)  # fmt: skip
+
+
+def _cold(tab, trie, node_tok, byte_token, sc, ro, known_words, known_roots, new_words, words):
+    """The mask at the configuration `orig[:n]` of `sc` (frame keys) into `words`: the top
+    frame's entry (given as `known_words`/`known_roots`/height, or walked now into `new_words`
+    and the open roots at `ro[1:]` in `MODE_COMPUTE`), combined with a walk of its open roots
+    from the live stack, a full walk when the stack is too close to `max_depth`, then the
+    special tokens and EOS. Resumable like `_walk`: 0 when a chunk's budget ran out (call
+    again), 1 when done. `C_DIRECT` is set when the entry's accept set alone is the mask (then
+    `words` is not written); `C_TRACE` collects `1 << phase` of the phases run (`phases_run`)."""
+    (gnext, calls, info, node_byte, node_depth, subtree_end, parent, token_start, token_ids,
+     params, io, one, lv, cells, path, orig, ok_below) = _live_views(tab, trie, sc)  # fmt: skip
+    byte_class = tab[tab[T_CLASS] : tab[T_CLASS] + 256]
+    max_depth = tab[T_MAX_DEPTH]
+    n = sc[C_N]
+    whole = ro[0:1]
+    open_out = ro[1:]
+    top = orig[n - 1]
+    g = top & LOW32
+    while True:
+        phase = sc[C_PHASE]
+        sc[C_TRACE] |= 1 << phase
+        if phase == PH_BEGIN:
+            sc[C_DIRECT] = 0
+            if sc[C_MODE] == MODE_COMPUTE:
+                new_words[:] = 0
+                one[0] = top
+                params[P_N_ORIG] = 1
+                params[P_FRAME_MODE] = tab[tab[T_CALLER] + g]
+                params[P_USE_SKIP] = 0
+                io[0], io[1], io[2], io[3] = 0, -1, 0, 0
+                sc[C_PHASE] = PH_FRAME
+            else:
+                sc[C_PHASE] = PH_COMBINE
+        elif phase == PH_FRAME:
+            if not _walk_step(params, one, whole, gnext, calls, info, byte_class, node_byte,
+                              node_depth, subtree_end, parent, node_tok, token_start, token_ids,
+                              byte_token, byte_token, lv, cells, path, ok_below, new_words,
+                              open_out, io):  # fmt: skip
+                return 0
+            sc[C_NOPEN] = io[IO_OPEN]
+            sc[C_HEIGHT] = max(io[IO_HEIGHT], info[COST, g])
+            sc[C_PHASE] = PH_COMBINE
+        elif phase == PH_COMBINE:
+            computed = sc[C_MODE] == MODE_COMPUTE
+            n_roots = sc[C_NOPEN] if computed else sc[C_NROOTS]
+            below = 0
+            viable = True
+            for p in range(n - 1):
+                frame = orig[p]
+                gp = frame & LOW32
+                below += info[COST, gp]
+                nd = info[NEED_MORE, gp] if frame >> 48 else info[NEED, gp]
+                if below + nd > max_depth:
+                    viable = False
+            io[0], io[1], io[2], io[3] = 0, -1, 0, 0
+            params[P_N_ORIG] = n
+            params[P_FRAME_MODE] = 0
+            params[P_USE_SKIP] = 0
+            if below + sc[C_HEIGHT] > max_depth or not viable:
+                words[:] = 0
+                sc[C_PHASE] = PH_FULL
+            elif (n == 1 or n_roots == 0) and tab[tab[T_PLAIN] + g]:
+                sc[C_DIRECT] = 1  # the accept set is the whole mask
+                sc[C_PHASE] = PH_BEGIN
+                return 1
+            else:
+                if computed:
+                    words[:] = new_words
+                else:
+                    words[:] = known_words
+                sc[C_PHASE] = PH_ROOTS if n > 1 and n_roots > 0 else PH_SYMBOLS
+        elif phase == PH_ROOTS and sc[C_MODE] == MODE_KNOWN:
+            if not _walk_step(params, orig, known_roots, gnext, calls, info, byte_class,
+                              node_byte, node_depth, subtree_end, parent, node_tok, token_start,
+                              token_ids, byte_token, byte_token, lv, cells, path, ok_below,
+                              words, open_out, io):  # fmt: skip
+                return 0
+            sc[C_PHASE] = PH_SYMBOLS
+        elif phase in (PH_ROOTS, PH_FULL):
+            roots = whole if phase == PH_FULL else open_out[: sc[C_NOPEN]]
+            if not _walk_step(params, orig, roots, gnext, calls, info, byte_class, node_byte,
+                              node_depth, subtree_end, parent, node_tok, token_start, token_ids,
+                              byte_token, byte_token, lv, cells, path, ok_below, words,
+                              open_out, io):  # fmt: skip
+                return 0
+            sc[C_PHASE] = PH_SYMBOLS
+        else:
+            _symbols(tab, n, gnext, calls, info, lv, cells, orig, ok_below, words)
+            sc[C_PHASE] = PH_BEGIN
+            return 1
+
+
+def _symbols(tab, n, gnext, calls, info, lv, cells, orig, ok_below, words):
+    """Set the special tokens the grammar admits at `orig[:n]` and, when every frame may end
+    there, the EOS ids (`add_symbol_tokens`, compiled)."""
+    max_depth = tab[T_MAX_DEPTH]
+    n_spec = tab[T_NSPEC]
+    if n_spec:
+        dep = 0
+        ok_below[0] = True
+        for p in range(n):
+            frame = orig[p]
+            gp = frame & LOW32
+            dep += info[COST, gp]
+            nd = info[NEED_MORE, gp] if frame >> 48 else info[NEED, gp]
+            ok_below[p + 1] = ok_below[p] != 0 and dep + nd <= max_depth
+            cells[FRAME, p] = frame
+            cells[NEXT, p] = p - 1
+        lv[0, TOP] = orig[n - 1]
+        lv[0, REST] = n - 2
+        lv[0, POS] = n
+        lv[0, DEP] = dep
+        lv[0, KEEP] = n
+        lv[0, HEIGHT] = dep
+        for k in range(n_spec):
+            sym = tab[tab[T_SPEC_SYMS] + k]
+            status = _step(1, sym, lv, cells, gnext, calls, info, ok_below, max_depth,
+                           tab[T_MAX_STEPS], False, n + tab[T_STRIDE])  # fmt: skip
+            if status == OK:
+                t = tab[tab[T_SPEC_IDS] + k]
+                words[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
+    for p in range(n):
+        frame = orig[p]
+        if not info[ACCEPTING, frame & LOW32] or frame >= NEEDED_ONE:
+            return
+    for k in range(tab[T_NEOS]):
+        t = tab[tab[T_EOS] + k]
+        words[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
+
+
+_walk_step = _walk  # what `_cold` calls: the compiled `_walk` once `_cold_jitted` has run
+
+
+@functools.cache
+def _cold_jitted():
+    """The compiled `_cold` (its callees are compiled globals, as for `_walk`)."""
+    from numba import njit
+
+    global _walk_step, _symbols, _live_views
+    _walk_step = _jitted()
+    _live_views = njit(cache=True, nogil=True)(_live_views)
+    _symbols = njit(cache=True, nogil=True)(_symbols)
+    return njit(cache=True, nogil=True)(_cold)
+
+
+def _packed(parts: list[np.ndarray], header: list[int], dtype) -> tuple[np.ndarray, list[int]]:
+    """`header` then every part, flattened into one read-only array; the parts' offsets."""
+    offsets = []
+    at = len(header)
+    for part in parts:
+        offsets.append(at)
+        at += part.size
+    out = np.empty(at, dtype=dtype)
+    out[: len(header)] = header
+    for part, start in zip(parts, offsets, strict=True):
+        out[start : start + part.size] = part.reshape(-1)
+    return out, offsets
+
+
+def live_trie(binding: Binding) -> np.ndarray:
+    """The tokenizer's trie packed for `_cold` (int32, read-only; built once per tokenizer)."""
+    shared = binding.vocab._lazy
+    found = shared.get("live.trie")
+    if found is None:
+        parts = [binding.node_byte, binding.node_depth, binding.subtree_end, binding.parent,
+                 binding.token_start, binding.token_ids]  # fmt: skip
+        header = [int(binding.node_byte.shape[0]), int(binding.token_ids.shape[0])]
+        found, _ = _packed([np.asarray(a, dtype=np.int32) for a in parts], header, np.int32)
+        found.flags.writeable = False
+        found = shared.setdefault("live.trie", found)
+    return found
+
+
+class LiveTables:
+    """The binding's tables packed for `_cold` (built once per binding, shared): one int64
+    array (`tab`, header `T_*`) and the tokenizer's packed trie."""
+
+    def __init__(self, binding: Binding) -> None:
+        from trgc.engine.precompute import plain_states  # precompute imports this module
+
+        kt = KernelTables.of(binding)
+        t = binding.tables
+        parts = [t.next, kt.calls, kt.info, t.byte_class, binding.special_ids,
+                 binding.special_syms, binding.eos_ids, t.has_caller, plain_states(binding)]  # fmt: skip
+        header = [0] * T_HEADER
+        header[T_G], header[T_S] = (int(v) for v in t.next.shape)
+        header[T_K] = int(kt.calls.shape[0])
+        header[T_NSPEC] = int(binding.special_ids.shape[0])
+        header[T_NEOS] = int(binding.eos_ids.shape[0])
+        header[T_MAX_DEPTH], header[T_MAX_STEPS] = kt.max_depth, kt.max_steps
+        header[T_STRIDE], header[T_WORDS] = kt.stride, binding.n_words
+        tab, at = _packed([np.asarray(a, dtype=np.int64) for a in parts], header, np.int64)
+        for field, start in zip((T_NEXT, T_CALLS, T_INFO, T_CLASS, T_SPEC_IDS, T_SPEC_SYMS,
+                                 T_EOS, T_CALLER, T_PLAIN), at, strict=True):  # fmt: skip
+            tab[field] = start
+        tab.flags.writeable = False
+        self.tab = tab
+        self.trie = live_trie(binding)
+        self.node_tok = _frozen(binding.node_tok)
+        self.byte_token = _frozen(binding.byte_token)
+
+    @staticmethod
+    def of(binding: Binding) -> LiveTables:
+        found = binding._lazy.get("live")
+        if found is None:
+            found = binding._lazy["live"] = LiveTables(binding)
+        return found
+
+
+_NO_WORDS = np.zeros(0, dtype=np.uint32)
+_NO_ROOTS = np.zeros(0, dtype=np.int32)
+_NO_ROOTS.flags.writeable = False
+_NO_KNOWN = np.zeros(0, dtype=np.uint32)
+_NO_KNOWN.flags.writeable = False
+
+
+def cold_mask(
+    scratch: Scratch,
+    keys: Config,
+    words: np.ndarray,
+    known=None,
+    new_words: np.ndarray | None = None,
+) -> bool:
+    """The mask at the configuration whose frame keys are `keys` (`mask_key`), in one compiled
+    call (`_cold`; more only when a walk is longer than a chunk, with a cancellation checkpoint
+    between): with `known`, the top frame's `FrameEntry`, else that entry is walked now into
+    `new_words` (fresh uint32 words) and its open roots and height are left in
+    the scratch (`computed_entry`). Writes `words` and returns False, or returns True without
+    writing them when the entry's accept set alone is the mask (a direct row)."""
+    live = scratch.live
+    sc = scratch.sc
+    n = len(keys)
+    o = scratch.orig_at
+    sc[o : o + n] = keys
+    sc[C_N] = n
+    sc[C_PHASE] = PH_BEGIN
+    sc[C_TRACE] = 0
+    if known is None:
+        sc[C_MODE] = MODE_COMPUTE
+        known_words, known_roots = _NO_KNOWN, _NO_ROOTS
+    else:
+        sc[C_MODE] = MODE_KNOWN
+        sc[C_HEIGHT] = known.height
+        known_words, known_roots = _frozen(known.accept), _frozen(known.open_roots)
+        sc[C_NROOTS] = known_roots.shape[0]
+        new_words = _NO_WORDS
+    cold = _cold_jitted()
+    args = (live.tab, live.trie, live.node_tok, live.byte_token, sc, scratch.ro, known_words,
+            known_roots, new_words, words)  # fmt: skip
+    while not cold(*args):
+        cancellation_checkpoint()
+    return bool(sc[C_DIRECT])
+
+
+def computed_entry(scratch: Scratch) -> tuple[np.ndarray, int]:
+    """(open roots, height) of the entry the last `cold_mask` without `known` walked."""
+    sc = scratch.sc
+    roots = scratch.ro[1 : 1 + sc[C_NOPEN]].copy()
+    roots.flags.writeable = False
+    return roots, int(sc[C_HEIGHT])
+
+
+def phases_run(scratch: Scratch) -> set[int]:
+    """The `PH_*` phases the last `cold_mask` over `scratch` went through (tests use it to
+    show that every branch of `_cold` was compared with the reference)."""
+    trace = int(scratch.sc[C_TRACE])
+    return {p for p in range(PH_SYMBOLS + 1) if trace >> p & 1}

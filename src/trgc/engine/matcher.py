@@ -46,12 +46,13 @@ from trgc.engine.config import (
     step_bytes,
 )
 from trgc.engine.diskcache import DiskCache
-from trgc.engine.framecache import entry_for
+from trgc.engine.framecache import DESCRIBE_ABOVE_NODES, entry_for, memory_key, walk_bound
 from trgc.engine.inputs import as_artifact, as_token_table
-from trgc.engine.kernel import Scratch, add_symbol_tokens, mask_words
+from trgc.engine.kernel import Scratch, cold_mask, computed_entry, mask_words
 from trgc.engine.maskform import Dense, Form, Row
 from trgc.engine.maskstore import shared_store
-from trgc.engine.precompute import FrameEntry, FrameMasks, combine, plain_states
+from trgc.engine.precompute import FrameEntry, FrameMasks, plain_states
+from trgc.engine.slices import candidates
 from trgc.errors import TrgcError
 
 FORCED_BYTES_LIMIT = 4096
@@ -165,6 +166,25 @@ class Matcher:
     def _plain(self) -> np.ndarray:
         return plain_states(self._binding)
 
+    @functools.cached_property
+    def _cheap(self) -> list[bool]:
+        """Per state: whether its entry is walked inside `cold_mask`: its frame walk is
+        `framecache.cheap` and no slice can fit it (`slices.candidates`). A state that may
+        fit one is left to `_frame`, whose walk uses the slice: its walk bound counts the
+        first bytes it acts on, not those it restarts or returns on (an accepting counted
+        repetition of a string body acts on none, and its open roots span the trie)."""
+        binding = self._binding
+        maybe = binding._lazy.get("slice_candidates")
+        if maybe is None:
+            maybe = binding._lazy["slice_candidates"] = candidates(binding.tables)
+        bounded = walk_bound(binding) <= DESCRIBE_ABOVE_NODES
+        return (bounded & ~maybe.any(axis=0)).tolist()
+
+    @functools.cached_property
+    def _frame_prefix(self) -> tuple:
+        """`framecache.memory_key` of a cheap frame, without its frame key."""
+        return memory_key(self._binding, 0, None)[:-1]
+
     def _frame(self, frame: int) -> FrameEntry:
         """The `FrameEntry` of top frame `frame`: precomputed, shared by residual (in memory
         or on disk), or walked now and shared."""
@@ -242,22 +262,41 @@ class Matcher:
         return words
 
     def _compute(self, config: Config, key: tuple) -> np.ndarray:
-        """The mask at `config` from the top frame's entry (kept in the in-memory cache under
-        `key` unless it is that entry's accept set itself), or from a full walk."""
+        """The mask at `config` (kept in the in-memory cache under `key`, whose last item is
+        its `mask_key`, unless it is the top frame's accept set itself), in one compiled call
+        (`kernel.cold_mask`): the top frame's entry combined with a walk of its open roots from
+        the live stack (a full walk near `max_depth`), then special tokens and EOS. A cheap
+        frame's entry (`_cheap`) is walked in the same call when the cache lacks it; any other
+        comes from `_frame` (precomputed, shared by residual, or walked with the slices)."""
         binding = self._binding
         self.last_source = "frame"
-        entry = self._frame(config[-1])
-        alone = len(config) == 1 or not entry.open_roots.size  # nothing below is walked
-        if alone and self._plain[config[-1] & STATE_MASK]:
-            below = 0 if len(config) == 1 else depth(binding.tables, config[:-1])
-            if below + entry.height <= binding.tables.max_depth:
-                return entry.accept  # the whole mask, as a direct row is (`DirectRows`)
-        words = combine(binding, entry, config, self._scratch)
-        if words is None:
-            self.last_source = "walk"
-            words = mask_words(binding, config, self._scratch)
+        keys = key[-1]
+        top = keys[-1]
+        entry = None
+        fresh = None
+        if self._precomputed is None and self._cheap[top & STATE_MASK]:
+            memory = (*self._frame_prefix, top)  # `framecache.memory_key` of a cheap frame
+            entry = self._cache.get(memory)
+            if entry is None:
+                self.last_source = "walk"
+                fresh = np.empty(self._n_words, dtype=np.uint32)
         else:
-            add_symbol_tokens(binding, config, words)
+            entry = self._frame(config[-1])
+            alone = len(config) == 1 or not entry.open_roots.size  # nothing below is walked
+            if alone and self._plain[top & STATE_MASK]:
+                below = 0 if len(config) == 1 else depth(binding.tables, config[:-1])
+                if below + entry.height <= binding.tables.max_depth:
+                    return entry.accept  # the whole mask, as a direct row is (`DirectRows`)
+        scratch = self._scratch
+        words = np.empty(self._n_words, dtype=np.uint32)
+        direct = cold_mask(scratch, keys, words, entry, fresh)
+        if fresh is not None:
+            roots, height = computed_entry(scratch)
+            fresh.flags.writeable = False
+            entry = FrameEntry(fresh, roots, height)
+            self._cache.put(memory, entry, entry.nbytes)
+        if direct:
+            return entry.accept  # type: ignore[union-attr]
         return self._cache.put(key, words, words.nbytes)
 
     def allowed_tokens(self) -> np.ndarray:

@@ -1,0 +1,200 @@
+"""The cold mask path (`kernel.cold_mask`: one compiled call per computed mask) against the
+reference masker.
+
+A matcher computes a mask the caches lack in one call of `kernel._cold`: the top frame's
+entry walked in the call (`PH_FRAME`) or given, the combine with a walk of its open roots from
+the live stack (`PH_ROOTS`), a full walk near `max_depth` (`PH_FULL`), the special tokens and
+EOS (`PH_SYMBOLS`), or the entry's accept set alone (a direct row). Every configuration of
+seeded walks and of teacher-forced valid instances is masked twice by a matcher whose cache
+keeps frame entries only (so the second mask always takes the given entry), and both masks
+must equal the bare kernel's full walk on the whole vocabulary and the reference masker on a
+sample of tokens (on the whole vocabulary at one step of each walk): on the hand-built
+fixtures (every token checked, special tokens, a stack at `max_depth`), on every shipped
+grammar and schema and on JSONSchemaBench schemas with their valid instances, over the bundled
+Llama-3 table and the GPT-2, Qwen3 and Mistral tables of `../shared` when present. Each
+branch of `_cold` must have been compared at least once.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import trgc
+from engine_fixtures import ROOT, json_like, regular, structural_table, tool_call
+from test_engine_scale import SHARED_TAIL, VOCABS, bench_cases, longest_match
+from trgc.engine import kernel, reference
+from trgc.engine.cache import MaskCache
+from trgc.engine.matcher import Matcher
+
+SHARED = ROOT.parent / "shared"
+TABLES = {"llama3-bundled": ROOT / "tokenizers" / "llama3.trt"} | {
+    name: SHARED / path for name, path in sorted(VOCABS.items())
+}
+WALK_STEPS = 12
+SAMPLE = 300
+FORCED_CASES = 3  # JSONSchemaBench schemas forced per table
+BRANCHES = {"frame", "roots given", "roots walked", "full", "symbols", "direct"}
+
+
+class FramesOnly(MaskCache):
+    """A cache that keeps frame entries only: every mask is computed again, from its top
+    frame's entry once one was walked."""
+
+    def put(self, key: tuple, value, nbytes: int):
+        return super().put(key, value, nbytes) if key[3] == "frame" else value
+
+
+def cold_masks(m: Matcher, config, seen: set[str]) -> list[np.ndarray]:
+    """The masks at `config` from two calls of `m` (the second with the top frame's entry
+    given), noting in `seen` the branches of `_cold` they went through."""
+    out = []
+    m._history = [config]
+    for _ in range(2):
+        m.last_source = ""
+        out.append(m.allowed_tokens())
+        if m.last_source not in ("walk", "frame") or "_scratch" not in m.__dict__:
+            continue
+        phases = kernel.phases_run(m._scratch)
+        computed = kernel.PH_FRAME in phases
+        seen.update({"frame"} if computed else set())
+        if kernel.PH_ROOTS in phases:
+            seen.add("roots walked" if computed else "roots given")
+        seen.update({"full"} if kernel.PH_FULL in phases else set())
+        seen.update({"symbols"} if kernel.PH_SYMBOLS in phases else set())
+        seen.update({"direct"} if m._scratch.sc[kernel.C_DIRECT] else set())
+    return out
+
+
+def check(b, config, masks, rng, whole: bool) -> None:
+    bare = kernel.allowed_mask(b, config)
+    for mask in masks:
+        diff = np.flatnonzero(mask != bare)
+        assert not diff.size, (config, [b.token_bytes(int(t)) for t in diff[:5]])
+    if whole:
+        assert (reference.allowed_mask(b, config) == bare).all(), config
+        return
+    allowed = np.flatnonzero(bare & b.byte_token)
+    others = np.flatnonzero(b.byte_token)
+    sample = np.unique(np.concatenate([
+        rng.choice(allowed, min(SAMPLE, allowed.size), replace=False) if allowed.size else allowed,
+        rng.choice(others, min(SAMPLE, others.size), replace=False),
+    ]))  # fmt: skip
+    checked = np.concatenate([sample, b.special_ids, b.eos_ids]).astype(np.int64)
+    expected = reference.allowed_mask(b, config, sample.tolist())
+    assert (expected[checked] == bare[checked]).all(), config
+
+
+# -- hand-built fixtures: every token, special tokens, a stack at max_depth -------------------
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    which=st.sampled_from(["json", "json-shallow", "call", "regular"]),
+)
+def test_cold_masks_equal_the_reference_on_fixtures(seed, which):
+    art = {"json": json_like, "json-shallow": lambda: json_like(max_depth=2), "call": tool_call,
+           "regular": regular}[which]()  # fmt: skip
+    tok = structural_table()
+    m = Matcher(art, tok, cache=FramesOnly())
+    walker = Matcher(art, tok)
+    b = m._binding
+    rng = np.random.default_rng(seed)
+    seen: set[str] = set()
+    for _ in range(14):
+        config = walker.config
+        expected = reference.allowed_mask(b, config)
+        for mask in cold_masks(m, config, seen):
+            assert (mask == expected).all(), (which, config)
+        choices = np.flatnonzero(expected)
+        if config is None or not choices.size:
+            break
+        walker.advance(int(rng.choice(choices)))
+
+
+def test_every_branch_is_met_on_the_fixtures():
+    """The fixtures reach each branch of `_cold` (a deep stack, open roots, special tokens),
+    so the property above compares all of them with the reference."""
+    tok = structural_table()
+    seen: set[str] = set()
+    ids = {t: i for i, t in enumerate(tok.token_bytes(i) for i in range(tok.vocab_size))}
+    for art, text in (
+        (json_like(max_depth=2), b'[x,[],"ab",{}]'),
+        (json_like(), b'[x,["ab",{"a":[x]}]]'),
+        (tool_call(), None),
+    ):
+        m = Matcher(art, tok, cache=FramesOnly())
+        walker = Matcher(art, tok)
+        b = m._binding
+        opening = b.special_ids[list(art.specials).index("<tool_call>")] if art.specials else 0
+        steps = [ids[bytes([c])] for c in text] if text else [opening, ids[b"x"]]
+        for token in steps:
+            for mask in cold_masks(m, walker.config, seen):
+                assert (mask == reference.allowed_mask(b, walker.config)).all()
+            walker.advance(int(token))
+        for mask in cold_masks(m, walker.config, seen):
+            assert (mask == reference.allowed_mask(b, walker.config)).all()
+    assert seen == BRANCHES, BRANCHES - seen
+
+
+# -- real vocabularies: shipped grammars and schemas, JSONSchemaBench instances -------------
+
+
+@functools.cache
+def table(name: str):
+    path = TABLES[name]
+    if not path.exists():
+        pytest.skip(f"{name}: the token table {path} is not present")
+    return trgc.load_tokenizer(path)
+
+
+@functools.cache
+def cases() -> tuple[tuple[str, object, bytes | None], ...]:
+    out = [(p.stem, trgc.compile_grammar(p.read_text(encoding="utf-8")), None)
+           for p in sorted((ROOT / "grammars").glob("*.trg"))]  # fmt: skip
+    for path in sorted((ROOT / "schemas").glob("*.json")):
+        out.append((path.name, trgc.compile_schema(path.read_bytes(), separators="compact"), None))
+    for name, schema, doc in SHARED_TAIL[:1] + tuple(bench_cases()[:FORCED_CASES]):
+        out.append((name, trgc.compile_schema(schema, separators="compact"), doc))
+    return tuple(out)
+
+
+@pytest.mark.parametrize("name", sorted(TABLES))
+def test_cold_masks_equal_the_reference_on_real_vocabularies(name):
+    tok = table(name)
+    rng = np.random.default_rng(sum(map(ord, name)))
+    seen: set[str] = set()
+    forced = 0
+    for case, art, doc in cases():
+        try:
+            m = Matcher(art, tok, cache=FramesOnly())
+        except trgc.TrgcError as err:  # toolcall.trg names specials a table may lack
+            assert err.code == "E_SPECIAL_TOKEN_MISSING", (case, err.code)
+            continue
+        walker = Matcher(art, tok)
+        b = m._binding
+        steps = None if doc is None else longest_match(tok, b.byte_token, doc)
+        assert doc is None or steps is not None, case
+        for i in range(WALK_STEPS if steps is None else len(steps)):
+            config = walker.config
+            masks = cold_masks(m, config, seen)
+            check(b, config, masks, rng, whole=(i == 3 and steps is None))
+            if steps is not None:
+                assert masks[0][steps[i]], (case, i)
+                walker.advance(steps[i])
+                forced += 1
+                continue
+            choices = np.flatnonzero(masks[0] & b.byte_token)
+            if not choices.size:
+                break
+            lengths = np.diff(b.offsets)[choices]
+            if rng.random() < 0.5 and (lengths <= 2).any():  # short tokens reach deeper states
+                choices = choices[lengths <= 2]
+            walker.advance(int(rng.choice(choices)))
+    assert forced > 50
+    assert {"frame", "roots given", "roots walked", "symbols", "direct"} <= seen, seen

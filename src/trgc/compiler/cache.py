@@ -24,7 +24,9 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import struct
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from trgc.artifact.codec import FORMAT_VERSION, decode_deferred, encode
@@ -33,6 +35,11 @@ from trgc.errors import TrgcError
 from trgc.limits import Limits
 
 KIND = "artifact"
+START_KIND = "artifact-start"  # an artifact with its start mask for one binding: one read
+START_FORMAT = 1
+START_MAGIC = b"TRGCAST1"
+_START_HEAD = struct.Struct("<8sI")  # magic, bytes of the start mask
+START_LINK = "cache.start"  # the artifact's memo key of its `StartLink`
 LATE_HINT = "the entry was removed; compile the source again (it is compiled, not read, next time)"
 
 
@@ -165,6 +172,56 @@ def _refused(cache: EntryStore, key: Any, error: TrgcError, hint: str) -> TrgcEr
     return refusal
 
 
+@dataclass(frozen=True)
+class StartLink:
+    """What a cached compile attaches to its artifact (`artifact._cache[START_LINK]`) for the
+    engine, which sits above this layer: the subject of the artifact's key, and the start
+    entry's start mask when the artifact was read from one (`head`: tokenizer, compiler,
+    policy, and the mask's bytes, opaque here and checked by the engine before use). The
+    engine publishes a start entry for its binding with `payload` when the artifact lacks
+    one."""
+
+    subject: str
+    head: tuple[str, str, str, bytes] | None = None
+    kind: str = START_KIND
+    format: int = START_FORMAT
+
+    @staticmethod
+    def payload(artifact_bytes: bytes, start: bytes) -> bytes:
+        """A start entry's payload: magic, the start mask's size, the mask, the artifact."""
+        return _START_HEAD.pack(START_MAGIC, len(start)) + start + artifact_bytes
+
+
+def _split_start(payload: bytes) -> tuple[bytes, bytes]:
+    """(start mask bytes, artifact bytes) of a start entry's payload; the mask is checked
+    by the engine, the artifact by `_verified`."""
+    if len(payload) < _START_HEAD.size:
+        raise TrgcError("E_CACHE_ENTRY_PAYLOAD", "the start entry's header is cut short")
+    magic, size = _START_HEAD.unpack_from(payload)
+    end = _START_HEAD.size + size
+    if magic != START_MAGIC or end > len(payload):
+        raise TrgcError("E_CACHE_ENTRY_PAYLOAD", "another magic, or a start mask cut short")
+    view = memoryview(payload)
+    return bytes(view[_START_HEAD.size : end]), bytes(view[end:])
+
+
+def _read(
+    cache: EntryStore, key: Any, source_sha256: str | None, limits: Limits, split: bool
+) -> tuple[Artifact, bytes | None] | None:
+    """(the artifact under `key`, the start mask's bytes of a start entry) when the entry is
+    there and passes every check now; None when absent or refused (then removed)."""
+    payload = cache.get(key)
+    if payload is None:
+        return None
+    late = functools.partial(_refused, cache, key, hint=LATE_HINT)
+    try:
+        start, data = _split_start(payload) if split else (None, payload)
+        return _verified(data, source_sha256, limits, late), start
+    except TrgcError as error:
+        _refused(cache, key, error, "the entry was removed; the source is compiled again")
+    return None
+
+
 def cached_compile(
     cache: EntryStore | None,
     identity: tuple[str, str, str | None] | None,
@@ -186,13 +243,25 @@ def cached_compile(
         )
     source_kind, digest, source_sha256 = identity
     key = artifact_key(cache, source_kind, digest, options, limits)
-    payload = cache.get(key)
-    if payload is not None:
-        late = functools.partial(_refused, cache, key, hint=LATE_HINT)
-        try:
-            return _verified(payload, source_sha256, limits, late)
-        except TrgcError as error:
-            _refused(cache, key, error, "the entry was removed; the source is compiled again")
+    # the start entry of the binding the cache last served (`DiskCache.last_binding`): the
+    # artifact and its start mask in one read; else the artifact entry
+    binding = getattr(cache, "last_binding", None)
+    found = None
+    if binding is not None:
+        tokenizer, compiler, policy = binding
+        start_key = cache.entry_key(START_KIND, START_FORMAT, tokenizer, compiler, policy,
+                                    key.subject)  # fmt: skip
+        found = _read(cache, start_key, source_sha256, limits, split=True)
+        if found is not None:
+            artifact, start = found
+            artifact._cache[START_LINK] = StartLink(key.subject, (*binding, start))  # type: ignore[arg-type]
+            return artifact
+    found = _read(cache, key, source_sha256, limits, split=False)
+    if found is not None:
+        artifact = found[0]
+        artifact._cache[START_LINK] = StartLink(key.subject)
+        return artifact
     artifact = compile_now()
+    artifact._cache[START_LINK] = StartLink(key.subject)
     cache.put_later(key, lambda: encode(artifact))
     return artifact

@@ -276,6 +276,10 @@ class DiskCache:
         self.layout = self.root / LAYOUT
         self._layout_text = str(self.layout)
         self.stats = CacheStats()
+        # (tokenizer, compiler, policy) of the last mask store made over this cache for an
+        # artifact of the artifact cache: `trgc.compiler.cache` reads that binding's start
+        # entry (the artifact and its start mask in one read) before the artifact entry
+        self.last_binding: tuple[str, str, str] | None = None
         self._publisher: _Publisher | None = None
         self._publisher_lock = threading.Lock()
 

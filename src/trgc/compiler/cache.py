@@ -73,18 +73,26 @@ def _limits_dict(limits: Limits) -> dict[str, int]:
     return limits.to_dict()
 
 
+def artifact_subject(source_kind: str, source_sha256: str, options: dict, limits: Limits) -> str:
+    """The subject of the key of the artifact compiled from a source (`source_sha256`: hex
+    SHA-256 of its bytes) with `options` (JSON values only) and `limits`: the hex SHA-256 of
+    the canonical JSON of {limits, options, source_kind, source_sha256} (sorted keys), with
+    the limits' part written once per `Limits`."""
+    canonical = "".join((_limits_json(limits), ',"options":', _json(options), ',"source_kind":',
+                         _json(source_kind), ',"source_sha256":', _json(source_sha256), "}"))  # fmt: skip
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
 def artifact_key(
     cache: EntryStore, source_kind: str, source_sha256: str, options: dict, limits: Limits
 ) -> Any:
-    """The key in `cache` of the artifact compiled from a source (`source_sha256`: hex SHA-256
-    of its bytes) with `options` (JSON values only) and `limits`."""
+    """The key in `cache` of the artifact entry (`artifact_subject`)."""
+    return _artifact_key(cache, artifact_subject(source_kind, source_sha256, options, limits))
+
+
+def _artifact_key(cache: EntryStore, subject: str) -> Any:
     from trgc import __version__
 
-    # the canonical JSON of {limits, options, source_kind, source_sha256} (sorted keys), with
-    # the limits' part written once per `Limits`
-    canonical = "".join((_limits_json(limits), ',"options":', _json(options), ',"source_kind":',
-                         _json(source_kind), ',"source_sha256":', _json(source_sha256), "}"))  # fmt: skip
-    subject = hashlib.sha256(canonical.encode()).hexdigest()
     return cache.entry_key(KIND, FORMAT_VERSION, "", __version__, "", subject)
 
 
@@ -241,27 +249,26 @@ def cached_compile(
             f"cache: expected a DiskCache or None, got {type(cache).__name__}",
             hint="trgc.engine.diskcache.open_cache() opens the default cache directory",
         )
-    source_kind, digest, source_sha256 = identity
-    key = artifact_key(cache, source_kind, digest, options, limits)
+    subject = artifact_subject(*identity[:2], options, limits)
+    source_sha256 = identity[2]
     # the start entry of the binding the cache last served (`DiskCache.last_binding`): the
     # artifact and its start mask in one read; else the artifact entry
     binding = getattr(cache, "last_binding", None)
-    found = None
     if binding is not None:
         tokenizer, compiler, policy = binding
-        start_key = cache.entry_key(START_KIND, START_FORMAT, tokenizer, compiler, policy,
-                                    key.subject)  # fmt: skip
+        start_key = cache.entry_key(START_KIND, START_FORMAT, tokenizer, compiler, policy, subject)
         found = _read(cache, start_key, source_sha256, limits, split=True)
         if found is not None:
             artifact, start = found
-            artifact._cache[START_LINK] = StartLink(key.subject, (*binding, start))  # type: ignore[arg-type]
+            artifact._cache[START_LINK] = StartLink(subject, (*binding, start))  # type: ignore[arg-type]
             return artifact
+    key = _artifact_key(cache, subject)
     found = _read(cache, key, source_sha256, limits, split=False)
     if found is not None:
         artifact = found[0]
-        artifact._cache[START_LINK] = StartLink(key.subject)
+        artifact._cache[START_LINK] = StartLink(subject)
         return artifact
     artifact = compile_now()
-    artifact._cache[START_LINK] = StartLink(key.subject)
+    artifact._cache[START_LINK] = StartLink(subject)
     cache.put_later(key, lambda: encode(artifact))
     return artifact

@@ -50,6 +50,7 @@ others' new masks are computed again later).
 
 from __future__ import annotations
 
+import functools
 import struct
 
 import numpy as np
@@ -313,7 +314,6 @@ class MaskStore:
 
     def __init__(self, binding: Binding, disk: DiskCache) -> None:
         self._disk = disk
-        self._key = store_key(binding)
         self._binding = binding
         self.masks: dict[MaskKey, maskform.Form] = {}
         self.pending = False
@@ -329,6 +329,11 @@ class MaskStore:
                 self._unread = self.pending = True
                 return
         self._read_store()
+
+    @functools.cached_property
+    def _key(self) -> EntryKey:
+        """The store entry's key (made when first needed: a start entry answers without)."""
+        return store_key(self._binding)
 
     def _start_from_link(self) -> bool:
         """Take the start mask of the start entry the artifact came from, when it is this

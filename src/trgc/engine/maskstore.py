@@ -30,8 +30,8 @@ sparse exactly when that form is the smaller. Same masks, same bytes. Nothing is
 blindly: on top of the container's digest and key, loading checks the header (magic, width,
 sizes) and the start mask (its form, and no bit on a token no mask of the binding can allow:
 one without bytes that is neither EOS nor a special token of the grammar, or past
-`vocab_size`); the body is decompressed and checked when a configuration other than the
-start one is first looked up (sizes, configurations sorted and distinct, frames naming states
+`vocab_size`); the body is decompressed and checked at the matcher's first `advance`, or
+when a configuration other than the start one is looked up before it (sizes, configurations sorted and distinct, frames naming states
 of this artifact with counters clipped, indices in range, sparse words in order and nonzero,
 the bits of every mask). A payload that fails is refused (`E_CACHE_ENTRY_PAYLOAD`), removed,
 and the masks are computed again (a start mask already answered was checked on its own).

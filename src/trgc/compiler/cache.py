@@ -17,6 +17,13 @@ first needs them (a warm matcher's first mask, read from its mask store, needs n
 failure then raises `E_CACHE_ENTRY_PAYLOAD` from that call and removes the entry, so the next
 compile of the source compiles it. New artifacts are published in the background (`DiskCache.put_later`): a compile does
 not wait for the cache's file system.
+
+A *start entry* (kind `artifact-start`) holds an artifact with the start configuration's mask
+for one binding (tokenizer, compiler, policy), so that a warm matcher's first mask is one read:
+it is read first, for the binding the cache last served (`DiskCache.last_binding`), and
+published by the engine's mask store (through the `StartLink` attached to every artifact a
+cached compile returns); its artifact is checked as an artifact entry's, its start mask by the
+engine.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ import pytest
 import trgc
 from trgc.artifact.codec import encode
 from trgc.compiler import schema as schema_module
-from trgc.compiler.cache import artifact_key
+from trgc.compiler.cache import VALUE_KIND, artifact_key
 from trgc.engine.diskcache import DiskCache, EntryKey, decode_entry, encode_entry
 from trgc.errors import TrgcError
 from trgc.grammar.schema import DEFAULT_MAX_DEPTH
@@ -92,14 +92,6 @@ def test_schema_text_and_value_are_keyed_by_their_own_hash(tmp_path):
     assert cache.stats.hits == 1 and cache.stats.misses == 2
 
 
-def test_equal_values_in_another_key_order_share_the_entry(tmp_path):
-    cache = DiskCache(tmp_path)
-    first = warm(cache)
-    reordered = {"properties": SCHEMA["properties"], "type": "object"}
-    assert trgc.compile_schema(reordered, cache=cache).sha256 == first.sha256
-    assert cache.stats.hits == 1
-
-
 def test_a_grammar_is_cached_with_its_strictness(tmp_path):
     cache = DiskCache(tmp_path)
     first = trgc.compile_grammar(GRAMMAR, cache=cache)
@@ -111,12 +103,27 @@ def test_a_grammar_is_cached_with_its_strictness(tmp_path):
 
 
 def key_of(cache: DiskCache):
-    text = json.dumps(SCHEMA, sort_keys=True, separators=(",", ":"))
+    text = json.dumps(SCHEMA, separators=(",", ":"))
     options = {"whitespace": None, "separators": None, "max_whitespace": DEFAULT_MAX_WHITESPACE,
                "open_objects": False, "max_depth": DEFAULT_MAX_DEPTH, "ignore_keywords": [],
                "unknown_keywords": "error", "member_order": "declared"}  # fmt: skip
     digest = hashlib.sha256(text.encode()).hexdigest()
-    return artifact_key(cache, "trj-value", digest, options, DEFAULT_LIMITS)
+    return artifact_key(cache, VALUE_KIND, digest, options, DEFAULT_LIMITS)
+
+
+def test_a_value_ordered_otherwise_is_another_schema(tmp_path):
+    """Two parsed values equal as dicts whose `properties` come in another order compile to
+    different artifacts (the declared member order), so neither is read for the other."""
+    reordered = {"type": "object", "properties": dict(reversed(SCHEMA["properties"].items()))}
+    assert reordered == SCHEMA
+    cache = DiskCache(tmp_path)
+    first = warm(cache)
+    other = trgc.compile_schema(reordered, cache=cache)
+    assert cache.stats.hits == 0 and other.sha256 != first.sha256
+    assert other.sha256 == trgc.compile_schema(reordered).sha256
+    assert cache.flush(30)
+    assert trgc.compile_schema(reordered, cache=DiskCache(tmp_path)).sha256 == other.sha256
+    assert trgc.compile_schema(SCHEMA, cache=DiskCache(tmp_path)).sha256 == first.sha256
 
 
 def test_the_key_is_what_compile_schema_uses(tmp_path):

@@ -11,6 +11,7 @@ import functools
 import hashlib
 import json
 import pickle
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -19,18 +20,21 @@ import trgc
 from engine_fixtures import ROOT
 from test_engine_maskstore import LLAMA3, SCHEMA  # the same schema and bundled table
 from trgc.artifact import codec
+from trgc.compiler import cache as cache_module
 from trgc.compiler import schema as schema_module
 from trgc.engine import kernel, maskform, reference
 from trgc.engine.binding import bind
 from trgc.engine.cache import MaskCache
 from trgc.engine.config import mask_key
 from trgc.engine.diskcache import DiskCache, EntryKey, decode_entry, encode_entry
+from trgc.engine.maskstore import START_LINK, store_key
 from trgc.engine.matcher import Matcher
 from trgc.grammar.schema.canonical import canonical_instance
 
 INSTANCE = {"id": 40213, "name": 'Zoë "q"', "kind": "gamma", "tags": ["a b", "ü"], "ok": False}
 SHIPPED_SCHEMAS = sorted((ROOT / "schemas").glob("*.json"))
 SAMPLE = 400
+WARMUP_SCHEMA = {"type": "array", "items": {"type": "integer"}, "maxItems": 2}
 
 
 @functools.cache
@@ -90,10 +94,19 @@ def expected_mask(b, config, rng) -> tuple[np.ndarray, np.ndarray]:
     return sample, reference.allowed_mask(b, config, sample.tolist())[sample]
 
 
+def served(disk: DiskCache) -> DiskCache:
+    """`disk` after it served a matcher of the bundled table (a server's earlier schema): its
+    `last_binding` names that binding, so compiles read start entries."""
+    fresh(disk, WARMUP_SCHEMA).allowed_tokens()
+    assert disk.last_binding is not None
+    return disk
+
+
 def replay_from_store(disk: DiskCache, tokens: list[int], seed: int) -> dict[str, int]:
     """A fresh matcher along `tokens`: each mask is written by `fill_bitmask` into a row
     full of garbage and must equal the kernel's mask and the reference masker's (on a
-    sample); returns how many masks each store form answered."""
+    sample); returns how many masks each store form answered. After the first `advance`
+    nothing of the store is pending: every later mask is a lookup."""
     m = fresh(disk)
     b = m._binding
     rng = np.random.default_rng(seed)
@@ -113,6 +126,7 @@ def replay_from_store(disk: DiskCache, tokens: list[int], seed: int) -> dict[str
         assert (got[sample] == want).all(), i
         if i < len(tokens):
             m.advance(tokens[i])
+            assert not m._store.pending
     return forms
 
 
@@ -133,10 +147,11 @@ def populate(tmp_path, walk) -> list[int]:
      pytest.param(lambda m: forced_tokens(m, canonical_instance(SCHEMA, INSTANCE, "compact")),
                   id="teacher-forced instance")],
 )  # fmt: skip
-def test_store_masks_equal_the_reference_at_every_step(tmp_path, walk, request):
+@pytest.mark.parametrize("start_entry", [False, True], ids=["store entry", "start entry"])
+def test_store_masks_equal_the_reference_at_every_step(tmp_path, walk, start_entry, request):
     tokens = populate(tmp_path, walk)
     assert len(tokens) >= 15
-    disk = DiskCache(tmp_path)
+    disk = served(DiskCache(tmp_path)) if start_entry else DiskCache(tmp_path)
     forms = replay_from_store(disk, tokens, seed=3)
     assert forms["Sparse"], forms
     if "teacher" in request.node.name:  # the strings' bodies: dense masks
@@ -276,6 +291,102 @@ def test_a_corrupted_deferred_part_is_refused_with_its_code(tmp_path, monkeypatc
     fresh_art = trgc.compile_schema(source, cache=disk)
     assert fresh_art.sha256 == good.sha256 and len(compiled) == 1  # compiled, not read
     assert Matcher(fresh_art, llama3()).allowed_tokens().any()
+
+
+def start_entry_path(disk: DiskCache, artifact) -> object:
+    link = artifact._cache[START_LINK]
+    _, tokenizer, compiler, policy = bind(artifact, llama3()).key
+    return disk.path_of(EntryKey(link.kind, link.format, tokenizer, compiler, policy, link.subject))
+
+
+def test_a_served_cache_answers_the_first_mask_in_one_read(tmp_path):
+    """The start entry holds the artifact and its start mask: compile, matcher and first mask
+    read one entry (no artifact entry, no store entry); the first advance reads the store
+    and decodes all of it, so the second mask is a lookup."""
+    tokens = populate(tmp_path, lambda m: seeded_tokens(m, 5, steps=6))
+    disk = served(DiskCache(tmp_path))
+    hits = disk.stats.hits
+    artifact = compile_warm(disk)
+    assert start_entry_path(disk, artifact).is_file()
+    m = Matcher(artifact, llama3(), cache=MaskCache(), disk_cache=disk)
+    buffer = np.zeros((1, m._binding.n_words), dtype=np.int32)
+    m.fill_bitmask(buffer)
+    assert m.last_source == "store" and disk.stats.hits == hits + 1
+    assert "_machines" not in vars(artifact) and "tables" not in m._binding._lazy
+    assert m._store.pending and m._store._rest is None  # the store entry is not read yet
+    m.advance(tokens[0])
+    assert disk.stats.hits == hits + 2 and not m._store.pending
+    m.fill_bitmask(buffer)
+    assert m.last_source == "store" and disk.stats.refused == {}
+
+
+def test_a_start_entry_of_another_binding_is_never_used(tmp_path):
+    """A start mask is the start entry's binding's only: a head naming another tokenizer is
+    ignored (the store entry answers), whatever its bytes."""
+    populate(tmp_path, lambda m: seeded_tokens(m, 5, steps=4))
+    disk = served(DiskCache(tmp_path))
+    artifact = compile_warm(disk)
+    link = artifact._cache[START_LINK]
+    tokenizer, compiler, policy, head = link.head
+    artifact._cache[START_LINK] = replace(link, head=("sha256:" + "0" * 64, compiler, policy, head))
+    m = Matcher(artifact, llama3(), cache=MaskCache(), disk_cache=disk)
+    assert not m._store._unread and m._store._rest is not None  # read the store entry
+    assert m.allowed_tokens().any() and m.last_source == "store"
+
+
+def test_a_corrupted_start_mask_is_refused_with_its_code(tmp_path):
+    """A start entry whose container and artifact are sound but whose start mask allows a
+    token the binding never allows: refused (E_CACHE_ENTRY_PAYLOAD) and removed when the
+    matcher is made, the store's start mask answers, every mask is still right, and a sound
+    start entry is published again."""
+    tokens = populate(tmp_path, lambda m: seeded_tokens(m, 5, steps=8))
+    disk = served(DiskCache(tmp_path))
+    artifact = compile_warm(disk)
+    path = start_entry_path(disk, artifact)
+    key = EntryKey(**json.loads(decode_entry(path.read_bytes(), None, path)[0]))
+    b = bind(artifact, llama3())
+    possible = b.byte_token.copy()
+    possible[b.eos_ids] = True
+    never = int(np.flatnonzero(~possible)[0])
+    words = Matcher(artifact, llama3()).allowed_tokens_packed().view(np.uint32).copy()
+    words[never // 32] |= np.uint32(1 << (never % 32))
+    bad = artifact._cache[START_LINK].payload(artifact.to_bytes(), maskform.encode(words))
+    path.write_bytes(encode_entry(key, bad))
+    disk = served(DiskCache(tmp_path))
+    replay_from_store(disk, tokens, seed=4)
+    assert disk.stats.refused == {"E_CACHE_ENTRY_PAYLOAD": 1}
+    assert "never allows" in disk.stats.last_refusal.message
+    assert disk.stats.last_refusal.source == str(path)
+    assert disk.flush(60) and path.is_file()  # published again, sound
+    again = served(DiskCache(tmp_path))
+    replay_from_store(again, tokens, seed=5)
+    assert again.stats.refused == {}
+
+
+def test_a_corrupted_store_behind_a_start_entry_is_refused_at_the_first_advance(tmp_path):
+    """The store entry is read at the first advance when the start entry answered the first
+    mask: a corrupted one is refused then with its code, and the masks are computed again."""
+    tokens = populate(tmp_path, lambda m: seeded_tokens(m, 5, steps=8))
+    disk = served(DiskCache(tmp_path))
+    artifact = compile_warm(disk)
+    path = disk.path_of(store_key(bind(artifact, llama3())))
+    data = bytearray(path.read_bytes())
+    data[len(data) - 100] ^= 0x01
+    path.write_bytes(bytes(data))
+    m = Matcher(artifact, llama3(), cache=MaskCache(), disk_cache=disk)
+    first = m.allowed_tokens_packed()
+    assert m.last_source == "store" and disk.stats.refused == {}
+    m.advance(tokens[0])
+    assert disk.stats.refused == {"E_CACHE_ENTRY_CORRUPT": 1} and not path.exists()
+    plain = Matcher(trgc.compile_schema(SCHEMA, separators="compact"), llama3())
+    assert (first == plain.allowed_tokens_packed()).all()
+    plain.advance(tokens[0])
+    assert (m.allowed_tokens_packed() == plain.allowed_tokens_packed()).all()
+    assert m.last_source != "store"
+
+
+def test_the_start_link_key_is_the_compilers():
+    assert START_LINK == cache_module.START_LINK
 
 
 def _counting(calls: list, function):

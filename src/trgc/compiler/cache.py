@@ -17,6 +17,13 @@ first needs them (a warm matcher's first mask, read from its mask store, needs n
 failure then raises `E_CACHE_ENTRY_PAYLOAD` from that call and removes the entry, so the next
 compile of the source compiles it. New artifacts are published in the background (`DiskCache.put_later`): a compile does
 not wait for the cache's file system.
+
+A *start entry* (kind `artifact-start`) holds an artifact with the start configuration's mask
+for one binding (tokenizer, compiler, policy), so that a warm matcher's first mask is one read:
+it is read first, for the binding the cache last served (`DiskCache.last_binding`), and
+published by the engine's mask store (through the `StartLink` attached to every artifact a
+cached compile returns); its artifact is checked as an artifact entry's, its start mask by the
+engine.
 """
 
 from __future__ import annotations
@@ -24,7 +31,9 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import struct
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from trgc.artifact.codec import FORMAT_VERSION, decode_deferred, encode
@@ -33,6 +42,11 @@ from trgc.errors import TrgcError
 from trgc.limits import Limits
 
 KIND = "artifact"
+START_KIND = "artifact-start"  # an artifact with its start mask for one binding: one read
+START_FORMAT = 1
+START_MAGIC = b"TRGCAST1"
+_START_HEAD = struct.Struct("<8sI")  # magic, bytes of the start mask
+START_LINK = "cache.start"  # the artifact's memo key of its `StartLink`
 LATE_HINT = "the entry was removed; compile the source again (it is compiled, not read, next time)"
 
 
@@ -66,18 +80,26 @@ def _limits_dict(limits: Limits) -> dict[str, int]:
     return limits.to_dict()
 
 
+def artifact_subject(source_kind: str, source_sha256: str, options: dict, limits: Limits) -> str:
+    """The subject of the key of the artifact compiled from a source (`source_sha256`: hex
+    SHA-256 of its bytes) with `options` (JSON values only) and `limits`: the hex SHA-256 of
+    the canonical JSON of {limits, options, source_kind, source_sha256} (sorted keys), with
+    the limits' part written once per `Limits`."""
+    canonical = "".join((_limits_json(limits), ',"options":', _json(options), ',"source_kind":',
+                         _json(source_kind), ',"source_sha256":', _json(source_sha256), "}"))  # fmt: skip
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
 def artifact_key(
     cache: EntryStore, source_kind: str, source_sha256: str, options: dict, limits: Limits
 ) -> Any:
-    """The key in `cache` of the artifact compiled from a source (`source_sha256`: hex SHA-256
-    of its bytes) with `options` (JSON values only) and `limits`."""
+    """The key in `cache` of the artifact entry (`artifact_subject`)."""
+    return _artifact_key(cache, artifact_subject(source_kind, source_sha256, options, limits))
+
+
+def _artifact_key(cache: EntryStore, subject: str) -> Any:
     from trgc import __version__
 
-    # the canonical JSON of {limits, options, source_kind, source_sha256} (sorted keys), with
-    # the limits' part written once per `Limits`
-    canonical = "".join((_limits_json(limits), ',"options":', _json(options), ',"source_kind":',
-                         _json(source_kind), ',"source_sha256":', _json(source_sha256), "}"))  # fmt: skip
-    subject = hashlib.sha256(canonical.encode()).hexdigest()
     return cache.entry_key(KIND, FORMAT_VERSION, "", __version__, "", subject)
 
 
@@ -103,22 +125,29 @@ def text_identity(source_kind: str, text: object) -> tuple[str, str, str] | None
     return source_kind, digest, digest
 
 
+VALUE_KIND = "trj-value-ordered"  # a parsed schema value, keyed by its JSON text in its own order
+
+
 def schema_identity(schema: object) -> tuple[str, str, str | None] | None:
     """(source kind, key digest, the artifact's source_sha256 or None when unknown) of a
     schema as `compile_schema` takes it, computed without parsing it the compiler's way: text
     and bytes by the SHA-256 of their bytes (the artifact's own source hash); a parsed value
-    by the SHA-256 of its sorted-key JSON text, when that text reads back as an equal value
-    (else None: such a value is compiled without the cache). The canonical JSON the artifact's
+    by the SHA-256 of its JSON text with its members in the value's own order, when that text
+    reads back as an equal value (else None: such a value is compiled without the cache).
+    The order takes part because the compiler reads it (`member_order="declared"` keeps the
+    order of `properties`): two values equal as dicts but ordered differently compile to
+    different artifacts, and their artifacts' source hash (of sorted-key JSON) is the same, so
+    a sorted-key identity would return one for the other. The canonical JSON the artifact's
     source hash is taken over costs 0.1-2 ms in Python, more than the whole cache hit."""
     if not isinstance(schema, dict | bool):
         return text_identity("trj", schema)
     try:
-        text = json.dumps(schema, sort_keys=True, separators=(",", ":"), allow_nan=False)
+        text = json.dumps(schema, separators=(",", ":"), allow_nan=False)
         if json.loads(text) != schema:
             return None  # lossy: keys that are not strings, tuples, ...
     except (TypeError, ValueError, RecursionError):
         return None
-    return "trj-value", hashlib.sha256(text.encode()).hexdigest(), None
+    return VALUE_KIND, hashlib.sha256(text.encode()).hexdigest(), None
 
 
 def _verified(
@@ -158,6 +187,56 @@ def _refused(cache: EntryStore, key: Any, error: TrgcError, hint: str) -> TrgcEr
     return refusal
 
 
+@dataclass(frozen=True)
+class StartLink:
+    """What a cached compile attaches to its artifact (`artifact._cache[START_LINK]`) for the
+    engine, which sits above this layer: the subject of the artifact's key, and the start
+    entry's start mask when the artifact was read from one (`head`: tokenizer, compiler,
+    policy, and the mask's bytes, opaque here and checked by the engine before use). The
+    engine publishes a start entry for its binding with `payload` when the artifact lacks
+    one."""
+
+    subject: str
+    head: tuple[str, str, str, bytes] | None = None
+    kind: str = START_KIND
+    format: int = START_FORMAT
+
+    @staticmethod
+    def payload(artifact_bytes: bytes, start: bytes) -> bytes:
+        """A start entry's payload: magic, the start mask's size, the mask, the artifact."""
+        return _START_HEAD.pack(START_MAGIC, len(start)) + start + artifact_bytes
+
+
+def _split_start(payload: bytes) -> tuple[bytes, bytes]:
+    """(start mask bytes, artifact bytes) of a start entry's payload; the mask is checked
+    by the engine, the artifact by `_verified`."""
+    if len(payload) < _START_HEAD.size:
+        raise TrgcError("E_CACHE_ENTRY_PAYLOAD", "the start entry's header is cut short")
+    magic, size = _START_HEAD.unpack_from(payload)
+    end = _START_HEAD.size + size
+    if magic != START_MAGIC or end > len(payload):
+        raise TrgcError("E_CACHE_ENTRY_PAYLOAD", "another magic, or a start mask cut short")
+    view = memoryview(payload)
+    return bytes(view[_START_HEAD.size : end]), bytes(view[end:])
+
+
+def _read(
+    cache: EntryStore, key: Any, source_sha256: str | None, limits: Limits, split: bool
+) -> tuple[Artifact, bytes | None] | None:
+    """(the artifact under `key`, the start mask's bytes of a start entry) when the entry is
+    there and passes every check now; None when absent or refused (then removed)."""
+    payload = cache.get(key)
+    if payload is None:
+        return None
+    late = functools.partial(_refused, cache, key, hint=LATE_HINT)
+    try:
+        start, data = _split_start(payload) if split else (None, payload)
+        return _verified(data, source_sha256, limits, late), start
+    except TrgcError as error:
+        _refused(cache, key, error, "the entry was removed; the source is compiled again")
+    return None
+
+
 def cached_compile(
     cache: EntryStore | None,
     identity: tuple[str, str, str | None] | None,
@@ -177,15 +256,26 @@ def cached_compile(
             f"cache: expected a DiskCache or None, got {type(cache).__name__}",
             hint="trgc.engine.diskcache.open_cache() opens the default cache directory",
         )
-    source_kind, digest, source_sha256 = identity
-    key = artifact_key(cache, source_kind, digest, options, limits)
-    payload = cache.get(key)
-    if payload is not None:
-        late = functools.partial(_refused, cache, key, hint=LATE_HINT)
-        try:
-            return _verified(payload, source_sha256, limits, late)
-        except TrgcError as error:
-            _refused(cache, key, error, "the entry was removed; the source is compiled again")
+    subject = artifact_subject(*identity[:2], options, limits)
+    source_sha256 = identity[2]
+    # the start entry of the binding the cache last served (`DiskCache.last_binding`): the
+    # artifact and its start mask in one read; else the artifact entry
+    binding = getattr(cache, "last_binding", None)
+    if binding is not None:
+        tokenizer, compiler, policy = binding
+        start_key = cache.entry_key(START_KIND, START_FORMAT, tokenizer, compiler, policy, subject)
+        found = _read(cache, start_key, source_sha256, limits, split=True)
+        if found is not None:
+            artifact, start = found
+            artifact._cache[START_LINK] = StartLink(subject, (*binding, start))  # type: ignore[arg-type]
+            return artifact
+    key = _artifact_key(cache, subject)
+    found = _read(cache, key, source_sha256, limits, split=False)
+    if found is not None:
+        artifact = found[0]
+        artifact._cache[START_LINK] = StartLink(subject)
+        return artifact
     artifact = compile_now()
+    artifact._cache[START_LINK] = StartLink(subject)
     cache.put_later(key, lambda: encode(artifact))
     return artifact

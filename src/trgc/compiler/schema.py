@@ -44,8 +44,8 @@ def compile_schema(
     declared order, the order a generator writes.
 
     `cache` (a `trgc.engine.diskcache.DiskCache`, e.g. `open_cache()`) keeps compiled
-    artifacts keyed by the schema's SHA-256 (of its text, or of a parsed value's sorted-key
-    JSON), these options, the limits and the compiler
+    artifacts keyed by the schema's SHA-256 (of its text, or of a parsed value's JSON
+    text in its own member order), these options, the limits and the compiler
     version (`trgc.compiler.cache`): a schema compiled before, in any process, is read back
     and verified instead of compiled.
     """

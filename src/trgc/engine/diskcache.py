@@ -75,6 +75,9 @@ QUIET_SECONDS = 0.25  # the publisher writes once nothing new came for this long
 FLUSH_AT_EXIT_SECONDS = 10.0
 
 
+_quote = json.encoder.encode_basestring  # a JSON string, non-ASCII kept (ensure_ascii=False)
+
+
 @dataclass(frozen=True)
 class EntryKey:
     """The identity of one entry. Every field takes part in the address, so an entry is never
@@ -95,11 +98,12 @@ class EntryKey:
         for name in ("tokenizer", "compiler", "policy", "subject"):
             if not isinstance(getattr(self, name), str):
                 raise ValueError(f"{name}: expected a str, got {getattr(self, name)!r}")
-        fields = {"compiler": self.compiler, "format": self.format, "kind": self.kind,
-                  "policy": self.policy, "subject": self.subject, "tokenizer": self.tokenizer}  # fmt: skip
-        canonical = json.dumps(
-            fields, sort_keys=True, separators=(",", ":"), ensure_ascii=False
-        ).encode()
+        # json.dumps(fields, sort_keys=True, separators=(",", ":"), ensure_ascii=False), written
+        # out (a key is made for every lookup; the general encoder costs several times this)
+        q = _quote
+        canonical = (f'{{"compiler":{q(self.compiler)},"format":{self.format:d},'
+                     f'"kind":{q(self.kind)},"policy":{q(self.policy)},'
+                     f'"subject":{q(self.subject)},"tokenizer":{q(self.tokenizer)}}}').encode()  # fmt: skip
         if len(canonical) > MAX_KEY_BYTES:
             raise ValueError(f"key: expected at most {MAX_KEY_BYTES} bytes of canonical JSON")
         object.__setattr__(self, "_canonical", canonical)  # computed once: keys are immutable
@@ -170,6 +174,22 @@ def decode_entry(data: bytes, key: EntryKey | None, path: Path) -> tuple[bytes, 
     if key is not None and stored != key.canonical():
         raise _refusal("E_CACHE_ENTRY_FOREIGN", "stored under another key", path)
     return stored, bytes(body[_HEAD.size + key_len :])
+
+
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def _read_all(fd: int, limit: int) -> bytes:
+    """Up to `limit` bytes of `fd`, to its end (as `BufferedReader.read(limit)`: reads until
+    the limit or an empty read)."""
+    chunks, got = [], 0
+    while got < limit:
+        chunk = os.read(fd, limit - got)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        got += len(chunk)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def default_root() -> Path:
@@ -276,6 +296,10 @@ class DiskCache:
         self.layout = self.root / LAYOUT
         self._layout_text = str(self.layout)
         self.stats = CacheStats()
+        # (tokenizer, compiler, policy) of the last mask store made over this cache for an
+        # artifact of the artifact cache: `trgc.compiler.cache` reads that binding's start
+        # entry (the artifact and its start mask in one read) before the artifact entry
+        self.last_binding: tuple[str, str, str] | None = None
         self._publisher: _Publisher | None = None
         self._publisher_lock = threading.Lock()
 
@@ -387,8 +411,9 @@ class DiskCache:
 
     def _read(self, key: EntryKey, path: Path | str) -> tuple[bytes, float]:
         """(payload, modification time); the size is checked before anything is read."""
-        with open(path, "rb") as handle:
-            st = os.fstat(handle.fileno())
+        fd = os.open(path, _READ_FLAGS)  # no file object: a hit is a few system calls
+        try:
+            st = os.fstat(fd)
             if st.st_size > self.max_entry_bytes + entry_overhead(key):
                 raise _refusal(
                     "E_CACHE_ENTRY_OVERSIZED",
@@ -396,7 +421,9 @@ class DiskCache:
                     "limit allows",
                     path,
                 )
-            data = handle.read(st.st_size + 1)
+            data = _read_all(fd, st.st_size + 1)
+        finally:
+            os.close(fd)
         return decode_entry(data, key, path)[1], st.st_mtime
 
     # -- writing --------------------------------------------------------------------------

@@ -30,11 +30,18 @@ sparse exactly when that form is the smaller. Same masks, same bytes. Nothing is
 blindly: on top of the container's digest and key, loading checks the header (magic, width,
 sizes) and the start mask (its form, and no bit on a token no mask of the binding can allow:
 one without bytes that is neither EOS nor a special token of the grammar, or past
-`vocab_size`); the body is decompressed and checked when a configuration other than the
-start one is first looked up (sizes, configurations sorted and distinct, frames naming states
+`vocab_size`); the body is decompressed and checked at the matcher's first `advance`, or
+when a configuration other than the start one is looked up before it (sizes, configurations sorted and distinct, frames naming states
 of this artifact with counters clipped, indices in range, sparse words in order and nonzero,
 the bits of every mask). A payload that fails is refused (`E_CACHE_ENTRY_PAYLOAD`), removed,
-and the masks are computed again (a start mask already answered was checked on its own). A
+and the masks are computed again (a start mask already answered was checked on its own).
+
+The start mask is also kept in the artifact cache's start entry (`trgc.compiler.cache`, kind
+`artifact-start`: the artifact and its start mask for one binding, keyed by the artifact key's
+subject and the binding's tokenizer, compiler and policy), published here in the background
+when the artifact came through the artifact cache without one. A matcher whose artifact was
+read from a start entry takes its start mask from there (the same checks as the store's) and
+reads the store entry at its first `advance`: a warm first mask is one cache read. A
 store holds at most `MAX_CONFIGS` configurations; it is republished (replacing the entry) in
 a quiet moment whenever its matcher computed new masks, so when several processes extend one
 store at once the last writer's whole store wins (every version is a sound store; the
@@ -43,6 +50,7 @@ others' new masks are computed again later).
 
 from __future__ import annotations
 
+import functools
 import struct
 
 import numpy as np
@@ -63,6 +71,7 @@ _BODY = struct.Struct("<IIII")  # n_masks, n_frames, n_sparse (words), n_dense (
 MAX_CONFIGS = 4096  # configurations per store; beyond it new masks stay in memory only
 HEAD_FRAMES = 1 << 12  # frames per configuration the header's size check allows at most
 ZSTD_LEVEL = 3
+START_LINK = "cache.start"  # the memo key `trgc.compiler.cache` keeps an artifact's StartLink under
 
 MaskKey = tuple[int, ...]
 
@@ -295,54 +304,113 @@ class MaskStore:
     and those computed since (`maskform` forms), republished together in the background when
     new ones came.
 
-    Loading reads the entry and checks its header and the start configuration's mask, which
-    is then in `masks`; the rest stays compressed (`pending`) until a configuration that
-    `masks` lacks is looked up (`load_rest`, every check of `decode_rest`), so the first mask
-    of a warm matcher costs one small read, not the whole store."""
+    The start configuration's mask comes first, with nothing else: from the start entry the
+    artifact was read from (`trgc.compiler.cache.StartLink`: artifact and start mask in one
+    read), else from the store entry, read when the store is made (its header and start mask
+    checked, the rest kept compressed). Everything else (the store entry when the start entry
+    answered, the rest) is `pending` until `load_rest`, which the matcher calls at its first
+    `advance` (that call decodes the artifact's tables too) or at the first lookup the start
+    mask does not answer: a warm matcher's first mask costs one read, its second a lookup."""
 
     def __init__(self, binding: Binding, disk: DiskCache) -> None:
         self._disk = disk
-        self._key = store_key(binding)
         self._binding = binding
         self.masks: dict[MaskKey, maskform.Form] = {}
         self.pending = False
         self.declared_bytes = 0  # decompressed size of the part not loaded yet
         self._rest: tuple | None = None  # the arguments of `decode_rest` while pending
+        self._unread = False  # the store entry is still to be read (the start entry answered)
         self._publishing = False
-        payload = disk.get(self._key)
-        if payload is not None:
-            try:
-                start, self._rest = decode_head(binding, payload)
-            except TrgcError as error:
-                self._refuse(error)
-            else:
-                if start is not None:
-                    self.masks[START] = start
-                self.pending = True
-                self.declared_bytes = self._rest[1]
+        self._link = binding.artifact._cache.get(START_LINK)
+        self._start_published = False
+        if self._link is not None:
+            disk.last_binding = binding.key[1:]
+            if self._start_from_link():
+                self._unread = self.pending = True
+                return
+        self._read_store()
 
-    def _refuse(self, error: TrgcError) -> None:
+    @functools.cached_property
+    def _key(self) -> EntryKey:
+        """The store entry's key (made when first needed: a start entry answers without)."""
+        return store_key(self._binding)
+
+    def _start_from_link(self) -> bool:
+        """Take the start mask of the start entry the artifact came from, when it is this
+        binding's and passes every check of a store's start mask; a head that fails is
+        refused (its entry removed) and the store entry answers instead."""
+        head = self._link.head
+        if head is None or tuple(head[:3]) != self._binding.key[1:]:
+            return False
+        try:
+            start, end = _form(self._binding, head[3], 0)
+            if end != len(head[3]):
+                raise _bad("the start mask does not fill its section")
+        except TrgcError as error:
+            self._refuse(error, self._start_key())
+            return False
+        self.masks[START] = start
+        self._start_published = True
+        return True
+
+    def _start_key(self) -> EntryKey:
+        _, tokenizer, compiler, policy = self._binding.key
+        link = self._link
+        return EntryKey(link.kind, link.format, tokenizer, compiler, policy, link.subject)
+
+    def _read_store(self) -> None:
+        """Read the store entry: its header and start mask checked now, the rest pending."""
+        payload = self._disk.get(self._key)
+        if payload is None:
+            return
+        try:
+            start, self._rest = decode_head(self._binding, payload)
+        except TrgcError as error:
+            self._refuse(error, self._key)
+            return
+        if start is not None:
+            self.masks.setdefault(START, start)
+            self._publish_start(start)
+        self.pending = True
+        self.declared_bytes = self._rest[1]
+
+    def _refuse(self, error: TrgcError, key: EntryKey) -> None:
         self._disk.discard(
-            self._key,
+            key,
             TrgcError(
                 error.code,
                 f"cache entry refused: {error.message}",
-                source=str(self._disk.path_of(self._key)),
+                source=str(self._disk.path_of(key)),
                 hint="the entry was removed; its masks are computed again",
             ),
         )
 
+    def _publish_start(self, start: maskform.Form) -> None:
+        """Publish the start entry of this binding (the artifact and `start`) in the
+        background, once, when the artifact came through the artifact cache without one."""
+        if self._link is None or self._start_published:
+            return
+        self._start_published = True
+        artifact, link = self._binding.artifact, self._link
+        self._disk.put_later(
+            self._start_key(),
+            lambda: link.payload(artifact.to_bytes(), maskform.encode(start.words())),
+        )
+
     def load_rest(self) -> None:
-        """Decode and check the configurations not loaded yet; a store that fails is refused
-        (removed) and only the masks computed since are kept, the start one too (it was
-        checked on its own)."""
+        """Read the store entry if the start entry answered so far, then decode and check the
+        configurations not loaded yet; a store that fails is refused (removed) and only the
+        masks computed since are kept, the start one too (it was checked on its own)."""
+        if self._unread:
+            self._unread = False
+            self._read_store()
         rest, self._rest, self.pending = self._rest, None, False
         if rest is None:
             return
         try:
             loaded = decode_rest(self._binding, *rest)
         except TrgcError as error:
-            self._refuse(error)
+            self._refuse(error, self._key)
             return
         loaded.update(self.masks)
         self.masks = loaded
@@ -354,7 +422,9 @@ class MaskStore:
             self.load_rest()
         if len(self.masks) >= MAX_CONFIGS:
             return
-        self.masks[key] = maskform.as_form(words)
+        form = self.masks[key] = maskform.as_form(words)
+        if key == START:
+            self._publish_start(form)
         if not self._publishing:
             self._publishing = True
             self._disk.put_later(self._key, self._payload, replace=True)

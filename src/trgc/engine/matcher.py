@@ -382,6 +382,9 @@ class Matcher:
                 details={"token": token_id, "config_id": self.config_id()},
             )
         self._history.append(nxt)  # type: ignore[arg-type]
+        store = self._store
+        if store is not None and store.pending:  # the tables were just decoded: the rest too
+            store.load_rest()
 
     def rollback(self, n: int) -> None:
         """Undo the last `n` advanced tokens (speculative decoding)."""

@@ -188,3 +188,27 @@ def structural_table() -> TokenTable:
 
 
 UNUSED_ID = len(STRUCTURAL) + 4
+
+
+REFERENCE_SAMPLE = 300  # allowed and other byte tokens `matches_reference` draws, each
+
+
+def matches_reference(b, config, mask: np.ndarray, rng, whole: bool) -> None:
+    """`mask` is the reference masker's at `config`: on the whole vocabulary when `whole`,
+    else on up to `REFERENCE_SAMPLE` allowed and as many other byte tokens drawn by `rng`,
+    every special token and every EOS id (the reference walks only the sampled tokens)."""
+    from trgc.engine import reference
+
+    if whole:
+        assert (reference.allowed_mask(b, config) == mask).all(), config
+        return
+    allowed = np.flatnonzero(mask & b.byte_token)
+    others = np.flatnonzero(b.byte_token)
+    n = REFERENCE_SAMPLE
+    sample = np.unique(np.concatenate([
+        rng.choice(allowed, min(n, allowed.size), replace=False) if allowed.size else allowed,
+        rng.choice(others, min(n, others.size), replace=False), b.eos_ids.astype(np.int64),
+    ]))  # fmt: skip
+    checked = np.concatenate([sample, b.special_ids, b.eos_ids]).astype(np.int64)
+    expected = reference.allowed_mask(b, config, sample.tolist())
+    assert (expected[checked] == mask[checked]).all(), config

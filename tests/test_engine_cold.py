@@ -25,7 +25,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import trgc
-from engine_fixtures import ROOT, json_like, regular, structural_table, tool_call
+from engine_fixtures import (
+    ROOT,
+    json_like,
+    matches_reference,
+    regular,
+    structural_table,
+    tool_call,
+)
 from test_engine_scale import SHARED_TAIL, VOCABS, bench_cases, longest_match
 from trgc.engine import kernel, reference
 from trgc.engine.cache import MaskCache
@@ -36,7 +43,6 @@ TABLES = {"llama3-bundled": ROOT / "tokenizers" / "llama3.trt"} | {
     name: SHARED / path for name, path in sorted(VOCABS.items())
 }
 WALK_STEPS = 12
-SAMPLE = 300
 FORCED_CASES = 3  # JSONSchemaBench schemas forced per table
 BRANCHES = {"frame", "roots given", "roots walked", "full", "symbols", "direct"}
 
@@ -75,18 +81,7 @@ def check(b, config, masks, rng, whole: bool) -> None:
     for mask in masks:
         diff = np.flatnonzero(mask != bare)
         assert not diff.size, (config, [b.token_bytes(int(t)) for t in diff[:5]])
-    if whole:
-        assert (reference.allowed_mask(b, config) == bare).all(), config
-        return
-    allowed = np.flatnonzero(bare & b.byte_token)
-    others = np.flatnonzero(b.byte_token)
-    sample = np.unique(np.concatenate([
-        rng.choice(allowed, min(SAMPLE, allowed.size), replace=False) if allowed.size else allowed,
-        rng.choice(others, min(SAMPLE, others.size), replace=False),
-    ]))  # fmt: skip
-    checked = np.concatenate([sample, b.special_ids, b.eos_ids]).astype(np.int64)
-    expected = reference.allowed_mask(b, config, sample.tolist())
-    assert (expected[checked] == bare[checked]).all(), config
+    matches_reference(b, config, bare, rng, whole)
 
 
 # -- hand-built fixtures: every token, special tokens, a stack at max_depth -------------------

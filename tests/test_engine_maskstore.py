@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 import trgc
-from engine_fixtures import ROOT
-from trgc.engine import kernel, maskstore, reference
+from engine_fixtures import ROOT, matches_reference
+from trgc.engine import kernel, maskstore
 from trgc.engine.binding import bind
 from trgc.engine.cache import MaskCache
 from trgc.engine.config import START, mask_key
@@ -38,7 +38,6 @@ SCHEMA = {
     "required": ["id", "name", "kind", "tags", "ok"],
 }
 STEPS = 48
-SAMPLE = 300
 
 
 @functools.cache
@@ -70,17 +69,7 @@ def seeded_walk(m: Matcher, seed: int) -> list[int]:
 def check_against_reference(m: Matcher, mask: np.ndarray, rng, whole: bool) -> None:
     b, config = m._binding, m.config
     assert (kernel.allowed_mask(b, config) == mask).all(), config
-    if whole:
-        assert (reference.allowed_mask(b, config) == mask).all(), config
-        return
-    allowed = np.flatnonzero(mask & b.byte_token)
-    others = np.flatnonzero(b.byte_token)
-    sample = np.unique(np.concatenate([
-        rng.choice(allowed, min(SAMPLE, allowed.size), replace=False) if allowed.size else allowed,
-        rng.choice(others, SAMPLE, replace=False), b.eos_ids.astype(np.int64),
-    ]))  # fmt: skip
-    expected = reference.allowed_mask(b, config, sample.tolist())
-    assert (expected[sample] == mask[sample]).all(), config
+    matches_reference(b, config, mask, rng, whole)
 
 
 def loaded(store: MaskStore) -> dict:

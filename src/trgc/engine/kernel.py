@@ -134,6 +134,31 @@ def _general(d, sym, lv, cells, gnext, calls, info, ok_below, max_depth, max_ste
     return status
 
 
+def _enter(orig, n, info, max_depth, ok_below, cells, lv):
+    """Make the configuration's frames `orig[:n]` level 0 of the live stack: cells 0 .. n - 1,
+    `ok_below[p]` whether frames `orig[:p]` are all viable; the frames' depth."""
+    ok_below[0] = True
+    dep = 0
+    for p in range(n):
+        frame = orig[p]
+        g = frame & LOW32
+        dep += info[COST, g]
+        nd = info[NEED_MORE, g] if frame >> 48 else info[NEED, g]
+        ok_below[p + 1] = ok_below[p] != 0 and dep + nd <= max_depth
+        cells[FRAME, p] = frame
+        cells[NEXT, p] = p - 1
+    lv[0, TOP] = orig[n - 1]
+    lv[0, REST] = n - 2
+    lv[0, POS] = n
+    lv[0, DEP] = dep
+    lv[0, KEEP] = n
+    lv[0, HEIGHT] = dep
+    return dep
+
+
+_enter_now = _enter  # what `_walk` and `_symbols` call: the compiled `_enter` once `_jitted` ran
+
+
 def _walk(params, orig, roots, gnext, calls, info, byte_class, node_byte, node_depth,
           subtree_end, parent, node_tok, token_start, token_ids, byte_token, skip, lv, cells,
           path, ok_below, out_words, open_roots, io):  # fmt: skip
@@ -146,23 +171,7 @@ def _walk(params, orig, roots, gnext, calls, info, byte_class, node_byte, node_d
     use_skip = params[P_USE_SKIP] != 0
     budget = params[P_BUDGET]
     stride = params[P_STRIDE]
-    # the caller's frames: cells 0 .. n_orig - 1, and whether frames orig[:p] are all viable
-    ok_below[0] = True
-    dep = 0
-    for p in range(n_orig):
-        frame = orig[p]
-        g = frame & LOW32
-        dep += info[COST, g]
-        nd = info[NEED_MORE, g] if frame >> 48 else info[NEED, g]
-        ok_below[p + 1] = ok_below[p] != 0 and dep + nd <= max_depth
-        cells[FRAME, p] = frame
-        cells[NEXT, p] = p - 1
-    lv[0, TOP] = orig[n_orig - 1]
-    lv[0, REST] = n_orig - 2
-    lv[0, POS] = n_orig
-    lv[0, DEP] = dep
-    lv[0, KEEP] = n_orig
-    lv[0, HEIGHT] = dep
+    dep = _enter_now(orig, n_orig, info, max_depth, ok_below, cells, lv)
     n_open = io[IO_OPEN]
     max_h = max(io[IO_HEIGHT], dep)  # at least the rule frames of the configuration
     work = 0
@@ -280,8 +289,9 @@ def _jitted():
     every process)."""
     from numba import njit
 
-    global _step
+    global _step, _enter_now
     _step = njit(cache=True, nogil=True)(_general)
+    _enter_now = njit(cache=True, nogil=True)(_enter)
     return njit(cache=True, nogil=True)(_walk)
 
 
@@ -683,22 +693,7 @@ def _symbols(tab, n, gnext, calls, info, lv, cells, orig, ok_below, words):
     max_depth = tab[T_MAX_DEPTH]
     n_spec = tab[T_NSPEC]
     if n_spec:
-        dep = 0
-        ok_below[0] = True
-        for p in range(n):
-            frame = orig[p]
-            gp = frame & LOW32
-            dep += info[COST, gp]
-            nd = info[NEED_MORE, gp] if frame >> 48 else info[NEED, gp]
-            ok_below[p + 1] = ok_below[p] != 0 and dep + nd <= max_depth
-            cells[FRAME, p] = frame
-            cells[NEXT, p] = p - 1
-        lv[0, TOP] = orig[n - 1]
-        lv[0, REST] = n - 2
-        lv[0, POS] = n
-        lv[0, DEP] = dep
-        lv[0, KEEP] = n
-        lv[0, HEIGHT] = dep
+        _enter_now(orig, n, info, max_depth, ok_below, cells, lv)
         for k in range(n_spec):
             sym = tab[tab[T_SPEC_SYMS] + k]
             status = _step(1, sym, lv, cells, gnext, calls, info, ok_below, max_depth,

@@ -15,7 +15,9 @@ Special-token policy (`SPECIAL_POLICY`, part of every cache key):
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import numpy as np
 
@@ -23,6 +25,8 @@ from trgc.artifact.model import Artifact
 from trgc.engine.config import Tables, check_longest, flatten
 from trgc.engine.vocab import VocabTables, vocab_tables
 from trgc.errors import TrgcError
+
+T = TypeVar("T")
 
 SPECIAL_POLICY = "trgc-specials-1"
 _NONE = np.zeros(0, dtype=np.int64)
@@ -71,6 +75,14 @@ class Binding:
     trie_depth: int  # deepest trie node (longest token in bytes)
     key: tuple[str, str, str, str]  # (artifact, tokenizer, compiler version, special policy)
     _lazy: dict = field(default_factory=dict, repr=False)  # derived tables built on first use
+
+    def derived(self, name: str, build: Callable[[Binding], T]) -> T:
+        """The table `name` derived from this binding, built by `build(self)` on first use and
+        kept (the kernel's packed tables and the like: nothing is built before it is needed)."""
+        found = self._lazy.get(name)
+        if found is None:
+            found = self._lazy[name] = build(self)
+        return found
 
     @property
     def tables(self) -> Tables:

@@ -360,10 +360,7 @@ class KernelTables:
 
     @staticmethod
     def of(binding: Binding) -> KernelTables:
-        found = binding._lazy.get("kernel")
-        if found is None:
-            found = binding._lazy["kernel"] = KernelTables(binding)
-        return found
+        return binding.derived("kernel", KernelTables)
 
 
 class Scratch:
@@ -783,10 +780,7 @@ class LiveTables:
 
     @staticmethod
     def of(binding: Binding) -> LiveTables:
-        found = binding._lazy.get("live")
-        if found is None:
-            found = binding._lazy["live"] = LiveTables(binding)
-        return found
+        return binding.derived("live", LiveTables)
 
 
 _NO_WORDS = np.zeros(0, dtype=np.uint32)

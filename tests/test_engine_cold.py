@@ -9,7 +9,8 @@ seeded walks and of teacher-forced valid instances is masked twice by a matcher 
 keeps frame entries only (so the second mask always takes the given entry), and both masks
 must equal the bare kernel's full walk on the whole vocabulary and the reference masker on a
 sample of tokens (on the whole vocabulary at one step of each walk): on the hand-built
-fixtures (every token checked, special tokens, a stack at `max_depth`), on every shipped
+fixtures (every token checked, special tokens, a stack at `max_depth`, stacks that stepping
+never reaches whose lower frames cannot complete), on every shipped
 grammar and schema and on JSONSchemaBench schemas with their valid instances, over the bundled
 Llama-3 table and the GPT-2, Qwen3 and Mistral tables of `../shared` when present. Each
 branch of `_cold` must have been compared at least once.
@@ -28,6 +29,7 @@ import trgc
 from engine_fixtures import (
     ROOT,
     json_like,
+    make_artifact,
     matches_reference,
     regular,
     structural_table,
@@ -110,6 +112,68 @@ def test_cold_masks_equal_the_reference_on_fixtures(seed, which):
         if config is None or not choices.size:
             break
         walker.advance(int(rng.choice(choices)))
+
+
+@st.composite
+def stacks(draw, t) -> tuple[int, ...]:
+    """A stack of frames shaped as stepping shapes one (the bottom frame in the start machine,
+    the frames below the top return states of call edges, the frames above the bottom in called
+    machines) but of any depth and any states, so it may be one that stepping never reaches."""
+    machine0 = range(int(t.state_offset[1]))
+    returns = sorted({int(r) for r in t.calls[:, 1]})
+    called = [g for g in range(len(t.accepting)) if t.has_caller[g]]
+    n = draw(st.integers(1, t.max_frames))
+    if n == 1:
+        return (draw(st.sampled_from(machine0)),)
+    bottom = draw(st.sampled_from([g for g in returns if g in machine0]))
+    middle = draw(st.lists(st.sampled_from([g for g in returns if t.has_caller[g]]),
+                           min_size=n - 2, max_size=n - 2))  # fmt: skip
+    return (bottom, *middle, draw(st.sampled_from(called)))
+
+
+def deep_return(max_depth: int):
+    """start ::= item "," pair; item ::= "x" | "[" item "]"; pair ::= "[" inner "]";
+    inner ::= "x". The start's return state after `item` needs two rule frames more (pair,
+    inner), so at `max_depth` 2 a stack with that frame at the bottom cannot complete whatever
+    its top does."""
+
+    def call(callee: int, ret: int, first: str) -> dict:
+        return {ord(c): ("call", callee, ret) for c in first}
+
+    return make_artifact(
+        [
+            {"name": "start", "n": 4, "accepting": [3],
+             "edges": {0: call(1, 1, "x["), 1: {ord(","): 2}, 2: call(2, 3, "[")}},
+            {"name": "item", "n": 4, "accepting": [1],
+             "edges": {0: {ord("x"): 1, ord("["): 2}, 2: call(1, 3, "x["), 3: {ord("]"): 1}}},
+            {"name": "pair", "n": 4, "accepting": [3],
+             "edges": {0: {ord("["): 1}, 1: call(3, 2, "x"), 2: {ord("]"): 3}}},
+            {"name": "inner", "n": 2, "accepting": [1], "edges": {0: {ord("x"): 1}}},
+        ],
+        max_depth=max_depth,
+    )  # fmt: skip
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(
+    data=st.data(),
+    which=st.sampled_from(["deep-return-2", "deep-return-3", "json-shallow", "call"]),
+)
+def test_a_stack_stepping_never_reaches_is_masked_as_the_reference_masks_it(data, which):
+    """The kernel checks the caller's frames below what a step writes (`ok_below`) rather than
+    trusting that every configuration was reached by stepping: on well-shaped stacks of any
+    depth, with a lower frame that cannot complete within `max_depth` among them, the bare walk
+    and the matcher's cold path still equal the reference."""
+    art = {"deep-return-2": lambda: deep_return(2), "deep-return-3": lambda: deep_return(3),
+           "json-shallow": lambda: json_like(max_depth=2), "call": tool_call}[which]()  # fmt: skip
+    tok = structural_table()
+    m = Matcher(art, tok, cache=FramesOnly())
+    b = m._binding
+    config = data.draw(stacks(b.tables))
+    expected = reference.allowed_mask(b, config)
+    assert (kernel.allowed_mask(b, config) == expected).all(), config
+    for mask in cold_masks(m, config, set()):
+        assert (mask == expected).all(), config
 
 
 def test_every_branch_is_met_on_the_fixtures():

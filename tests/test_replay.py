@@ -251,6 +251,7 @@ def test_tampered_step_is_reported_exactly(tmp_path):
         ("nan", 3),
         ("config", "state:9"),
         ("allowed", 99),
+        ("allowed", 2**31 - 1),  # declares a sidecar of 16 GiB; replay reads what is there
         ("intervention", 0.5),
     ],
 )

@@ -196,6 +196,25 @@ def test_stats_distribution_and_aggregate(tmp_path):
     assert doc["cache_hit_rate"] == 0.0 and doc["cache_observed_steps"] == doc["steps"]
 
 
+def test_sidecar_memory_follows_the_file_not_the_size_a_trace_declares(tmp_path):
+    """A trace's step lines declare the sidecar's size; an edited `allowed` count declared
+    gigabytes and the decompression buffer was allocated at that size (a fuzz finding: replay
+    of such a trace allocated past its memory ceiling)."""
+    import tracemalloc
+
+    path = tmp_path / "s.zst"
+    writer = SidecarWriter(path)
+    writer.write(0, StepLogits(np.zeros(3), 0, False, 0.0))
+    digest = writer.close()
+    tracemalloc.start()
+    try:
+        records = list(read_sidecar(path, digest, max_payload=2**31))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(records) == 1 and peak < 8 * 2**20, peak
+
+
 def test_sidecar_decompression_is_bounded(tmp_path):
     import hashlib
 

@@ -38,6 +38,7 @@ FORMAT = "trgc-logits-1"
 MAGIC = b"TRGCLGT1"
 _RECORD = struct.Struct("<IIIB3xd")
 ZSTD_LEVEL = 6
+READ_CHUNK = 1 << 20  # the most one decompression read asks for (its buffer is allocated whole)
 EMIT_SLICE = 1 << 16  # bytes of logits compressed per call
 
 
@@ -122,9 +123,14 @@ def read_sidecar(
     """Check the file's SHA-256 against the trace, then yield `(step, StepLogits)` records.
 
     `max_payload` bounds decompression (replay passes `payload_size` of the trace's steps), so
-    a crafted frame cannot expand without limit; the file itself is capped at the zstd bound of
-    that payload (without one, at the logits-sidecar file cap)."""
-    cap = file_cap("logits sidecar") if max_payload is None else zstd_bound(max_payload)
+    a crafted frame cannot expand without limit; the logits-sidecar cap bounds it too (a trace
+    can declare any size), and the file itself is capped at the zstd bound of that payload.
+    Decompression asks for at most `READ_CHUNK` bytes at a time, so memory follows what the
+    sidecar really holds, never a size a trace declares: a trace whose `allowed` counts were
+    inflated still reaches replay, which names the step that differs."""
+    ceiling = file_cap("logits sidecar")
+    limit = ceiling if max_payload is None else min(max_payload, ceiling)
+    cap = min(ceiling, zstd_bound(limit))
     data = read_bytes(
         path, cap, code="E_SIDECAR_FORMAT", what="the logits sidecar", hint=_SIDECAR_HINT
     )
@@ -138,25 +144,23 @@ def read_sidecar(
             details={"expected": expected_sha256, "got": actual},
         )
     try:
-        if max_payload is None:
-            payload = zstandard.ZstdDecompressor().decompressobj().decompress(data)
-        else:
-            chunks: list[bytes] = []
-            size = 0
-            with zstandard.ZstdDecompressor().stream_reader(data) as reader:
-                while size <= max_payload:
-                    chunk = reader.read(max_payload + 1 - size)
-                    if not chunk:
-                        break
-                    chunks.append(chunk)
-                    size += len(chunk)
-            payload = b"".join(chunks)
-            if len(payload) > max_payload:
-                raise TrgcError(
-                    "E_SIDECAR_FORMAT",
-                    f"logits sidecar holds more than the {max_payload} bytes its trace describes",
-                    source=str(path),
-                )
+        chunks: list[bytes] = []
+        size = 0
+        with zstandard.ZstdDecompressor().stream_reader(data) as reader:
+            while size <= limit:
+                chunk = reader.read(min(READ_CHUNK, limit + 1 - size))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
+        payload = b"".join(chunks)
+        if len(payload) > limit:
+            described = "its trace describes" if limit == max_payload else "a sidecar may hold"
+            raise TrgcError(
+                "E_SIDECAR_FORMAT",
+                f"logits sidecar holds more than the {limit} bytes {described}",
+                source=str(path),
+            )
     except zstandard.ZstdError as exc:
         raise TrgcError(
             "E_SIDECAR_FORMAT", f"logits sidecar is not a valid zstd frame: {exc}", source=str(path)

@@ -669,6 +669,19 @@ def seed_masks():
     return artifact, table, trm.to_bytes(precompute(artifact, table))
 
 
+@cache
+def warm_kernel() -> None:
+    """Compile the mask kernel (or load it from numba's cache) before the first guarded
+    example: a first compile takes about 30 s of CPU, which the example's CPU guard would
+    count (a false finding, or an exception raised inside llvmlite's callbacks)."""
+    from trgc.engine.matcher import Matcher
+
+    artifact, table, _ = seed_masks()
+    matcher = Matcher(artifact, table)
+    matcher.advance(int(matcher.allowed_tokens().nonzero()[0][0]))
+    matcher.allowed_tokens()
+
+
 @st.composite
 def mask_caches(draw) -> bytes:
     """`.trm` files: header JSON edits, hostile words in the arrays or raw edits, re-digested,
@@ -710,6 +723,7 @@ def target_mask_cache(blob: bytes) -> None:
     from trgc.engine.matcher import Matcher
 
     artifact, table, _ = seed_masks()
+    warm_kernel()
     with tempfile.TemporaryDirectory() as scratch:
         path = Path(scratch) / "fuzz.trm"
         path.write_bytes(blob)
@@ -794,6 +808,7 @@ def target_trace(case: tuple[str, bytes]) -> None:
     from trgc.decode.trace import parse_trace
 
     name, data = case
+    warm_kernel()
     parsed = expect_stable(lambda: parse_trace(data, source="fuzz.jsonl"))
     if parsed is not None:
         expect_stable(lambda: trace_stats([parsed]))

@@ -37,7 +37,7 @@ from trgc.automata.predictive import (
     resolve,
     trim_unproductive,
 )
-from trgc.automata.reuse import Carried, MachineMemo, StructureKeys
+from trgc.automata.reuse import Carried, MachineMemo, ProductMemo, StructureKeys
 from trgc.errors import Span, TrgcError
 from trgc.grammar.ast import Grammar, Kind, Rule
 from trgc.limits import Budget, Limits, check_limit
@@ -218,6 +218,7 @@ def _attempt(
     repeats = info.repeats or {}
     memo = MachineMemo(limits, budget, counter, frozenset(repeats.values()))
     structure = StructureKeys(grammar, repeats, info.expand)
+    products = ProductMemo(structure, budget)
     dfas: dict[str, Table] = {}
     specials_of: dict[str, frozenset[str]] = {}
     pending = [start]
@@ -239,7 +240,14 @@ def _attempt(
         if built is None:
             before = memo.start()
             nfa, specials, calls, depends = build_nfa(
-                grammar, info, alphabet, name, limits=limits, budget=budget, root=spec.root
+                grammar,
+                info,
+                alphabet,
+                name,
+                limits=limits,
+                budget=budget,
+                root=spec.root,
+                products=products,
             )
             table = determinize_table(nfa, rule=name, limits=limits, budget=budget, counter=counter)
             sizes = (nfa.n_states, table.n_states)

@@ -22,11 +22,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, NamedTuple
 
 from trgc.automata.alphabet import Alphabet
 from trgc.errors import Span, TrgcError
 from trgc.grammar.ast import Grammar, Kind
 from trgc.limits import Budget, Limits
+
+if TYPE_CHECKING:
+    from trgc.automata.dfa import Table
+    from trgc.automata.reuse import ProductMemo
 
 # An NFA is allowed this many times the DFA state limit (NFAs carry many epsilon states).
 NFA_STATE_FACTOR = 4
@@ -61,6 +66,15 @@ class Nfa:
     @property
     def n_states(self) -> int:
         return len(self.eps)
+
+
+class Product(NamedTuple):
+    """The minimal DFA of an AND node and what its operands use."""
+
+    table: Table
+    specials: frozenset[str]
+    calls: frozenset[str]
+    refs: frozenset[str]
 
 
 @dataclass(frozen=True)
@@ -110,9 +124,11 @@ class _Builder:
         rule: str,
         *,
         expand_all: bool = False,
+        products: ProductMemo | None = None,
     ):
         self.grammar = grammar
         self.expand_all = expand_all
+        self.products = products
         self.info = info
         self.alphabet = alphabet
         self.budget = budget
@@ -243,7 +259,7 @@ class _Builder:
                     else:
                         stack.append(("enter", self.grammar.rules[ri].body))
                 elif kind == Kind.AND:
-                    results.append(self._boolean(node))
+                    results.append(self._boolean(node_id, node))
                 elif kind in (Kind.SEQ, Kind.ALT):
                     stack.append((kind, node_id, len(node.children)))
                     for child in reversed(node.children):
@@ -333,32 +349,21 @@ class _Builder:
         self.budget.charge(len(seen), "NFA construction")
         return False
 
-    def _boolean(self, node) -> tuple[int, int]:
-        """An AND node: each operand (a NOT's item) built as its own NFA over the same alphabet,
-        their product (`boolean.product`) spliced in as a fragment: a fresh exit after the
-        accepting states."""
-        from trgc.automata.boolean import product
-
-        operands = []
-        for child in node.children:
-            negated = self.grammar.nodes[child].kind == Kind.NOT
-            inner = self.grammar.nodes[child].children[0] if negated else child
-            sub = _Builder(
-                self.grammar,
-                self.info,
-                self.alphabet,
-                self.limits,
-                self.budget,
-                self.rule,
-                expand_all=True,  # an operand is call-free: rules inlined, repetitions copied
-            )
-            operands.append((sub.build(inner), negated))
-            self.specials_used |= sub.specials_used
-            self.calls_used |= sub.calls_used
-            self.refs_met |= sub.refs_met
-            self.repeats_met |= sub.repeats_met
-        what = node.payload or f"rule {self.rule}"
-        dfa = product(operands, self.alphabet, what=what, limits=self.limits, budget=self.budget)
+    def _boolean(self, node_id: int, node) -> tuple[int, int]:
+        """An AND node: its product (`_product`) spliced in as a fragment: a fresh exit after
+        the accepting states. A product built before in this attempt from an equal subtree
+        (`ProductMemo`) is taken, charged what building it cost."""
+        memo = self.products
+        found = None if memo is None else memo.reuse(node_id)
+        if found is None:
+            before = self.budget.used
+            found = self._product(node)
+            if memo is not None:
+                memo.keep(node_id, found, self.budget.used - before)
+        dfa, specials, calls, refs = found
+        self.specials_used |= specials
+        self.calls_used |= calls
+        self.refs_met |= refs
         self._reserve(dfa.n_states + 1, node.line, node.column)
         base = len(self.eps)
         for _ in range(dfa.n_states + 1):
@@ -382,6 +387,40 @@ class _Builder:
             if accepting[s]:
                 self._eps(base + s, exit_)
         return base, exit_
+
+    def _product(self, node) -> Product:
+        """Each operand of an AND node (a NOT's item) built as its own call-free NFA over the
+        same alphabet, and their minimal product (`boolean.product`), with the specials,
+        calls and rules the operands use. An operand inlines every non-recursive rule and
+        copies every repetition whatever the machine plan says, so a retry's plan (what it
+        inlines or copies) never changes a product: its repetitions are not recorded in
+        `repeats_met`."""
+        from trgc.automata.boolean import product
+
+        operands = []
+        specials: set[str] = set()
+        calls: set[str] = set()
+        refs: set[str] = set()
+        for child in node.children:
+            negated = self.grammar.nodes[child].kind == Kind.NOT
+            inner = self.grammar.nodes[child].children[0] if negated else child
+            sub = _Builder(
+                self.grammar,
+                self.info,
+                self.alphabet,
+                self.limits,
+                self.budget,
+                self.rule,
+                expand_all=True,
+                products=self.products,
+            )
+            operands.append((sub.build(inner), negated))
+            specials |= sub.specials_used
+            calls |= sub.calls_used
+            refs |= sub.refs_met
+        what = node.payload or f"rule {self.rule}"
+        dfa = product(operands, self.alphabet, what=what, limits=self.limits, budget=self.budget)
+        return Product(dfa, frozenset(specials), frozenset(calls), frozenset(refs))
 
     def _repeat(self, node, mark: int, child: tuple[int, int]) -> tuple[int, int]:
         """`child{low,high}` from the child's state range [mark, len) copied as a template."""
@@ -429,13 +468,15 @@ def build_nfa(
     limits: Limits,
     budget: Budget,
     root: int | None = None,
+    products: ProductMemo | None = None,
 ) -> tuple[Nfa, frozenset[str], frozenset[str], Depends]:
     """The NFA of machine `rule`: the body of that rule, or the subtree at `root` (a counted
-    repetition's body), with non-recursive references inlined.
+    repetition's body), with non-recursive references inlined. `products` shares the
+    automata products of AND nodes between the machines of one compilation attempt.
 
     Returns the NFA, the special names it uses, the machines it calls and what it depends on.
     """
-    builder = _Builder(grammar, info, alphabet, limits, budget, rule)
+    builder = _Builder(grammar, info, alphabet, limits, budget, rule, products=products)
     if root is None:
         root = grammar.rules[info.index[rule]].body
     nfa = builder.build(root)

@@ -58,30 +58,41 @@ class StructureKeys:
         self.interned: dict[tuple, int] = {}
 
     def keys(self, root: int) -> tuple[int, int]:
-        number, interned, nodes = self.number, self.interned, self.nodes
-        stack = [(root, False)]
-        while stack:
-            node_id, ready = stack.pop()
-            if node_id in number:
+        number = self.number
+        found = number.get(root)
+        if found is not None:
+            return found
+        nodes, interned, repeats, expand = self.nodes, self.interned, self.repeats, self.expand
+        pending = []  # the subtree's nodes not numbered yet
+        todo = [root]
+        while todo:
+            node_id = todo.pop()
+            pending.append(node_id)
+            for child in nodes[node_id].children:
+                if child not in number:
+                    todo.append(child)
+        pending.sort()  # children before parents: a node names only nodes made before it
+        for node_id in pending:
+            if node_id in number:  # a node under two parents
                 continue
-            node = nodes[node_id]
-            if not ready:
-                stack.append((node_id, True))
-                stack.extend((c, False) for c in node.children if c not in number)
-                continue
-            children = [number[c] for c in node.children]
-            if node.kind == Kind.REPEAT:
-                machine = self.repeats.get(node_id)
-                expanded = node_id in self.expand
-                loose = (node.kind, node.payload, tuple(c[0] for c in children),
-                         machine is not None, expanded)  # fmt: skip
-                named = (node.kind, node.payload, tuple(c[1] for c in children), machine, expanded)
+            kind, _, _, children, payload = nodes[node_id]
+            if not children:
+                loose = (kind, payload, ())
+                named = ("named", kind, payload, ())
+            elif kind == Kind.REPEAT:
+                machine = repeats.get(node_id)
+                expanded = node_id in expand
+                (child,) = children
+                loose_child, named_child = number[child]
+                loose = (kind, payload, (loose_child,), machine is not None, expanded)
+                named = ("named", kind, payload, (named_child,), machine, expanded)
             else:
-                loose = (node.kind, node.payload, tuple(c[0] for c in children))
-                named = (node.kind, node.payload, tuple(c[1] for c in children))
+                pairs = [number[c] for c in children]
+                loose = (kind, payload, tuple([pair[0] for pair in pairs]))
+                named = ("named", kind, payload, tuple([pair[1] for pair in pairs]))
             number[node_id] = (
                 interned.setdefault(loose, len(interned)),
-                interned.setdefault(("named", named), len(interned)),
+                interned.setdefault(named, len(interned)),
             )
         return number[root]
 

@@ -38,7 +38,9 @@ class Kind(IntEnum):
 
 class Node(NamedTuple):
     """One AST node (a named tuple: the lowering appends thousands, and a tuple is made in
-    half the time of a frozen dataclass)."""
+    half the time of a frozen dataclass). Nodes are immutable and only appended, so a node
+    names only nodes made before it: children precede their parent in the arena, and a pass
+    in ascending index order meets every child first (`automata.reuse.StructureKeys`)."""
 
     kind: Kind
     line: int

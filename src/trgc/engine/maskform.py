@@ -4,10 +4,10 @@ A decoder asks for a mask right after it advanced, when little of the mask is st
 CPU's caches, so a mask costs what it reads and writes: every row is written whole (16 KB on
 Llama-3), and a dense mask is read whole as well. Half the masks of a JSON document allow at
 most nine tokens (a structural character, a digit, a keyword's next letter), and those are
-kept as their nonzero words: writing one zeroes the row (a memset, nothing read) and sets a
-few words. A mask is `Sparse` exactly when that form is the smaller (fewer than `n_words / 2`
-nonzero words), else `Dense`; `encode`/`decode` give the bytes the mask store keeps
-(`trgc.engine.maskstore`), the same mask always the same bytes:
+kept as their nonzero words: writing one zeroes the row (one copy of zero bytes shared by
+every mask of that width) and sets a few words. A mask is `Sparse` exactly when that form is
+the smaller (fewer than `n_words / 2` nonzero words), else `Dense`; `encode`/`decode` give the
+bytes the mask store keeps (`trgc.engine.maskstore`), the same mask always the same bytes:
 
     tag    u32   0 dense, 1 sparse
     count  u32   dense: n_words; sparse: k, the nonzero words
@@ -15,7 +15,7 @@ nonzero words), else `Dense`; `encode`/`decode` give the bytes the mask store ke
     sparse: u32 positions[k] (strictly increasing, < n_words), uint32 values[k] (nonzero)
 
 Both forms are written through `Row`, the memory of one bitmask row seen as bytes (for one
-`memcpy`), as int32 items (for a few stores without numpy's dispatch) and as numpy arrays.
+`memcpy`) and as int32 items (for a few stores): a fill makes no numpy call.
 """
 
 from __future__ import annotations
@@ -31,15 +31,15 @@ LOOP_WORDS = 16  # a sparse mask of at most this many words is stored item by it
 
 class Row:
     """One row of a caller's int32 bitmask buffer: its first `n_words` words as bytes
-    (`raw`), as int32 items (`items`), as uint8 and int32 numpy arrays, and the words past the
-    mask (`tail`, None when there are none), which are always written 0."""
+    (`raw`, for one `memcpy`) and as int32 items (`items`, for a few stores without numpy's
+    dispatch), and the words past the mask (`tail`, None when there are none), which are
+    always written 0. A fill touches only these memoryviews: no numpy call, which right
+    after an `advance` costs more than the copy itself."""
 
-    __slots__ = ("raw", "items", "bytes8", "head", "tail")
+    __slots__ = ("raw", "items", "tail")
 
     def __init__(self, head: np.ndarray, tail: np.ndarray | None) -> None:
-        self.head = head
-        self.bytes8 = head.view(np.uint8)
-        self.raw = memoryview(self.bytes8)
+        self.raw = memoryview(head).cast("B")
         self.items = self.raw.cast("i")
         self.tail = tail
 
@@ -67,12 +67,12 @@ class Sparse:
     """A mask kept as its nonzero words: positions and values (uint32 arrays, often views of
     a store's bytes), with what a fill needs made when the form is: a mask is often written
     once, right after an `advance`, where any extra step runs cold. Up to `LOOP_WORDS` words
-    a fill is a memset and that many stores (`items`, which a store may give: it makes the
+    a fill is a copy of shared zero bytes and that many stores (`items`, which a store may give: it makes the
     pairs of all its masks in two list conversions); past it, the words are also kept whole
     (`whole`) and a fill is one copy, as a dense mask's: a memset and a numpy scatter of a
     few hundred words measured 2-3x the copy in that position."""
 
-    __slots__ = ("n_words", "positions", "values", "items", "whole")
+    __slots__ = ("n_words", "positions", "values", "items", "whole", "zero")
 
     def __init__(
         self, n_words: int, positions: np.ndarray, values: np.ndarray, items: tuple | None = None
@@ -90,13 +90,14 @@ class Sparse:
             signed = values.astype("<u4").view(np.int32)
             items = tuple(zip(positions.tolist(), signed.tolist(), strict=True))
         self.items = items  # (position, int32 value) pairs; () past LOOP_WORDS
+        self.zero = _zeros(n_words) if self.whole is None else None
 
     def fill(self, row: Row) -> None:
         whole = self.whole
         if whole is not None:
             row.raw[:] = whole
             return
-        row.bytes8.fill(0)
+        row.raw[:] = self.zero  # zeroed by one copy of shared zero bytes (no numpy call)
         out = row.items
         for position, value in self.items:
             out[position] = value
@@ -109,6 +110,16 @@ class Sparse:
 
 
 Form = Dense | Sparse
+
+_ZEROS: dict[int, bytes] = {}
+
+
+def _zeros(n_words: int) -> bytes:
+    """Zero bytes for `n_words` words, one object per width (shared by every sparse mask)."""
+    found = _ZEROS.get(n_words)
+    if found is None:
+        found = _ZEROS.setdefault(n_words, bytes(4 * n_words))
+    return found
 
 
 def as_form(words: np.ndarray) -> Form:

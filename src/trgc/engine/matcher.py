@@ -106,6 +106,8 @@ class Matcher:
             else None
         )
         self._direct = None if precomputed is None else precomputed.direct(self._binding)
+        # the store when it answers before anything else (`_mask`): no precomputed rows
+        self._lookup = self._store if self._direct is None else None
         self._n_words = self._binding.n_words
         self._form_of: np.ndarray | None = None  # the words `_form` is the `Dense` form of
         self._form: Dense | None = None
@@ -316,7 +318,20 @@ class Matcher:
             row = self._filled_row  # the numpy buffer of the last call, checked then
         else:
             row = self._checked_row(buffer, index)
-        self._mask().fill(row)  # type: ignore[arg-type]
+        # the store's lookup of `_mask`, written out: a warm decoder's every mask is this
+        # lookup and one write of the row, so each call and attribute read around it counts
+        store, form = self._lookup, None
+        if store is not None:
+            config = self._history[-1]
+            if config is not None:
+                form = store.masks.get(
+                    config if max(config) <= STATE_MASK else mask_key(config, self._longest)
+                )
+        if form is None:
+            form = self._mask()
+        else:
+            self.last_source = "store"
+        form.fill(row)  # type: ignore[arg-type]
         if row.tail is not None:  # type: ignore[union-attr]
             row.tail.fill(0)  # type: ignore[union-attr]
 

@@ -35,12 +35,15 @@ DIGEST_SIZE = 32
 NO_SOURCE_HASH = bytes(DIGEST_SIZE)
 
 
+_CANONICAL = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+)  # made once (`json.dumps` with options makes an encoder per call); encoding is stateless
+
+
 def canonical_json(value: object) -> bytes:
     """Sorted keys, no whitespace, UTF-8, no NaN/Infinity (ValueError for those, and
     UnicodeEncodeError for a string holding a lone surrogate)."""
-    return json.dumps(
-        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    ).encode("utf-8")
+    return _CANONICAL.encode(value).encode("utf-8")
 
 
 def _pad(n: int, align: int) -> int:
@@ -365,7 +368,12 @@ def _decode_metadata(data: bytes, start: int, end: int) -> dict:
     return metadata
 
 
+_NO_SPECIALS = struct.pack("<I", 0)
+
+
 def _decode_specials(data: bytes, start: int, end: int) -> tuple[str, ...]:
+    if data[start:end] == _NO_SPECIALS:  # most grammars: a count of 0 and nothing else
+        return ()
     reader = _Reader(data, start, end, "SPEC")
     names = tuple(reader.string("special name") for _ in range(reader.u32("special count")))
     reader.finish()
@@ -379,17 +387,28 @@ def _decode_specials(data: bytes, start: int, end: int) -> tuple[str, ...]:
 
 
 def _decode_byte_classes(data: bytes, start: int, end: int) -> tuple[np.ndarray, int]:
+    raw, n_classes = _check_byte_classes(data, start, end)
+    return _byte_class_array(raw), n_classes
+
+
+def _byte_class_array(raw: bytes) -> np.ndarray:
+    return np.frombuffer(bytearray(raw), dtype=np.uint8)
+
+
+def _check_byte_classes(data: bytes, start: int, end: int) -> tuple[bytes, int]:
+    """(the 256 class bytes, the class count) of section BCLS, checked."""
     reader = _Reader(data, start, end, "BCLS")
     n_classes = reader.u32("class count")
-    byte_class = np.frombuffer(reader.take(256, "byte classes"), dtype=np.uint8).copy()
+    raw = reader.take(256, "byte classes")
     reader.finish()
     if not 1 <= n_classes <= 256:
         raise _corrupt(f"section BCLS: class count {n_classes} outside 1..256")
-    # the classes present, ascending (a bare np.unique would import numpy.ma, ~20 ms a process)
-    used = np.flatnonzero(np.bincount(byte_class, minlength=256))
-    if int(used[-1]) >= n_classes or len(used) != n_classes:
+    # the classes present, checked on the bytes (a warm cache hit decodes this section before
+    # its first mask, where each numpy call costs several microseconds)
+    used = set(raw)
+    if max(used) >= n_classes or len(used) != n_classes:
         raise _corrupt(f"section BCLS: classes used are not exactly 0..{n_classes - 1}")
-    return byte_class, n_classes
+    return raw, n_classes
 
 
 def _decode_machines(
@@ -700,18 +719,31 @@ def load_artifact(
 class _DeferredArtifact(Artifact):
     """An `Artifact` whose machines are decoded when first read (`decode_deferred`).
 
-    Every field but `machines` is set when it is made, from sections that were checked then;
+    Every field but `machines` is set when it is made, from sections that were checked then
+    (`byte_class` is made into its array when first read, from bytes checked then);
     the first read of `machines` runs the whole eager `decode` over the same bytes (every check
     it makes, the ones made before included) and keeps its machines. A failure there is passed
     to the caller's `on_error`, which returns the error to raise (and may, say, remove a cache
     entry), and is raised again on every later read: nothing of an artifact that fails its
     checks is ever used."""
 
-    def __init__(self, data: bytes, limits: Limits, fields: dict, on_error) -> None:
+    def __init__(
+        self, data: bytes, limits: Limits, fields: dict, on_error, byte_classes: bytes
+    ) -> None:
         for name, value in fields.items():
             object.__setattr__(self, name, value)
         object.__setattr__(self, "_cache", {"canonical": data})
         object.__setattr__(self, "_deferred", [data, limits, on_error, None])
+        object.__setattr__(self, "_byte_classes", byte_classes)
+
+    @property
+    def byte_class(self) -> np.ndarray:  # type: ignore[override]
+        """The checked class bytes as the eager decode's array, made when first read (a warm
+        matcher's first mask reads none)."""
+        found = self.__dict__.get("_byte_class")
+        if found is None:
+            found = self.__dict__.setdefault("_byte_class", _byte_class_array(self._byte_classes))
+        return found
 
     @property
     def machines(self) -> tuple[Machine, ...]:  # type: ignore[override]
@@ -755,7 +787,7 @@ def decode_deferred(data: bytes, *, limits: Limits = DEFAULT_LIMITS, on_error=No
     state.update(memoryview(data)[digest_start - SECTION_HEADER_SIZE :])
     metadata = _decode_metadata(data, *sections[b"META"])
     specials = _decode_specials(data, *sections[b"SPEC"])
-    byte_class, n_classes = _decode_byte_classes(data, *sections[b"BCLS"])
+    byte_classes, n_classes = _check_byte_classes(data, *sections[b"BCLS"])
     start, end = sections[b"MACH"]
     max_depth = _Reader(data, start, end, "MACH").u32("max_depth")
     if max_depth < 1:
@@ -772,8 +804,8 @@ def decode_deferred(data: bytes, *, limits: Limits = DEFAULT_LIMITS, on_error=No
         else expected_source is not None
     ):
         raise _corrupt("section SRCH disagrees with the metadata's source_sha256")
-    fields = {"metadata": metadata, "byte_class": byte_class, "n_classes": n_classes,
-              "specials": specials, "max_depth": max_depth}  # fmt: skip
-    artifact = _DeferredArtifact(data, limits, fields, on_error)
+    fields = {"metadata": metadata, "n_classes": n_classes, "specials": specials,
+              "max_depth": max_depth}  # fmt: skip
+    artifact = _DeferredArtifact(data, limits, fields, on_error, byte_classes)
     artifact._cache["sha256"] = "sha256:" + state.hexdigest()  # of all the bytes: the identity
     return artifact

@@ -67,30 +67,51 @@ class Sparse:
     """A mask kept as its nonzero words: positions and values (uint32 arrays, often views of
     a store's bytes), with what a fill needs made when the form is: a mask is often written
     once, right after an `advance`, where any extra step runs cold. Up to `LOOP_WORDS` words
-    a fill is a copy of shared zero bytes and that many stores (`items`, which a store may give: it makes the
-    pairs of all its masks in two list conversions); past it, the words are also kept whole
-    (`whole`) and a fill is one copy, as a dense mask's: a memset and a numpy scatter of a
-    few hundred words measured 2-3x the copy in that position."""
+    a fill is a copy of shared zero bytes and that many stores (`items`, which a store may
+    give: it makes the pairs of all its masks in two list conversions); past it, the words are
+    also kept whole (`whole`) and a fill is one copy, as a dense mask's: a memset and a numpy
+    scatter of a few hundred words measured 2-3x the copy in that position. A form made from
+    `items` alone (`positions` and `values` None: a start mask read before its first mask)
+    makes the two arrays when they are first read."""
 
-    __slots__ = ("n_words", "positions", "values", "items", "whole", "zero")
+    __slots__ = ("n_words", "_positions", "_values", "items", "whole", "zero")
 
     def __init__(
-        self, n_words: int, positions: np.ndarray, values: np.ndarray, items: tuple | None = None
+        self,
+        n_words: int,
+        positions: np.ndarray | None,
+        values: np.ndarray | None,
+        items: tuple | None = None,
     ) -> None:
         self.n_words = n_words
-        self.positions = positions
-        self.values = values
+        self._positions = positions
+        self._values = values
         self.whole: memoryview | None = None  # the words as bytes, past LOOP_WORDS
-        if positions.size > LOOP_WORDS:
+        if positions is not None and positions.size > LOOP_WORDS:
             words = np.zeros(n_words, dtype="<u4")
             words[positions] = values
             self.whole = memoryview(words).cast("B")
             items = ()
-        elif items is None:
-            signed = values.astype("<u4").view(np.int32)
+        elif items is None:  # else `items` alone may be given (at most LOOP_WORDS pairs)
+            signed = values.astype("<u4").view(np.int32)  # type: ignore[union-attr]
             items = tuple(zip(positions.tolist(), signed.tolist(), strict=True))
         self.items = items  # (position, int32 value) pairs; () past LOOP_WORDS
         self.zero = _zeros(n_words) if self.whole is None else None
+
+    @property
+    def positions(self) -> np.ndarray:
+        found = self._positions
+        if found is None:
+            found = self._positions = np.array([p for p, _ in self.items], dtype="<u4")
+        return found
+
+    @property
+    def values(self) -> np.ndarray:
+        found = self._values
+        if found is None:
+            signed = np.array([v for _, v in self.items], dtype=np.int32)
+            found = self._values = signed.view("<u4")
+        return found
 
     def fill(self, row: Row) -> None:
         whole = self.whole
@@ -164,9 +185,6 @@ def decode(data: bytes | memoryview, at: int, n_words: int) -> tuple[Form, int]:
     end = at + 8 * count
     if end > len(data):
         raise FormError("a sparse mask is cut short")
-    positions = np.frombuffer(data, dtype="<u4", count=count, offset=at)
-    values = np.frombuffer(data, dtype="<u4", count=count, offset=at + 4 * count)
-    items = None
     if count <= LOOP_WORDS:  # the usual start mask: checked in Python, no numpy call
         at_ = struct.unpack_from(f"<{count}I", data, at)
         words = struct.unpack_from(f"<{count}i", data, at + 4 * count)
@@ -176,14 +194,16 @@ def decode(data: bytes | memoryview, at: int, n_words: int) -> tuple[Form, int]:
             or (count and at_[-1] >= n_words)
         ):
             raise FormError("sparse positions out of order or range, or a zero word")
-        items = tuple(zip(at_, words, strict=True))
-    elif (
+        return Sparse(n_words, None, None, tuple(zip(at_, words, strict=True))), end
+    positions = np.frombuffer(data, dtype="<u4", count=count, offset=at)
+    values = np.frombuffer(data, dtype="<u4", count=count, offset=at + 4 * count)
+    if (
         int(positions[-1]) >= n_words
         or (np.diff(positions.astype(np.int64)) <= 0).any()
         or not values.all()
     ):
         raise FormError("sparse positions out of order or range, or a zero word")
-    return Sparse(n_words, positions, values, items), end
+    return Sparse(n_words, positions, values), end
 
 
 def allows_only(form: Form, possible: np.ndarray) -> bool:

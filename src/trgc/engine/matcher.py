@@ -56,6 +56,7 @@ from trgc.engine.slices import candidates
 from trgc.errors import TrgcError
 
 FORCED_BYTES_LIMIT = 4096
+_INT32 = np.dtype(np.int32)
 
 
 class Matcher:
@@ -343,7 +344,7 @@ class Matcher:
         be resized in place)."""
         expected = self._n_words
         array = _numpy_view(buffer)
-        if array.dtype != np.int32:
+        if array.dtype != _INT32:
             raise TrgcError("E_BITMASK_BUFFER", f"expected dtype int32, got {array.dtype}")
         shape = array.shape
         if len(shape) != 2 or shape[1] < expected:

@@ -113,7 +113,10 @@ def _compiler_version() -> str:
 # cache read of a few hundred microseconds) would pay three times; encoding is stateless
 _json = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
 _quote = json.encoder.encode_basestring  # a str as `_json` writes it (ensure_ascii=False)
-_value_json = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
+# the same text as `json.dumps(value, separators=(",", ":"), allow_nan=False)`; a value that
+# holds itself recurses until RecursionError instead of the circular-reference check (whose
+# bookkeeping costs an insert and a delete per container): refused the same way
+_value_json = json.JSONEncoder(separators=(",", ":"), allow_nan=False, check_circular=False).encode
 _scan = json.JSONDecoder().scan_once  # (value, end) of the JSON value at an offset
 
 

@@ -209,7 +209,8 @@ def decode(data: bytes | memoryview, at: int, n_words: int) -> tuple[Form, int]:
 def allows_only(form: Form, possible: np.ndarray) -> bool:
     """True when every token `form` allows is one of `possible` (packed uint32 words)."""
     if isinstance(form, Sparse):
-        if form.items:  # a few words: item by item
-            return not any(value & ~int(possible[at]) & 0xFFFFFFFF for at, value in form.items)
+        if form.items:  # a few words: item by item (a memoryview gives ints, no numpy scalars)
+            words = memoryview(possible)
+            return not any(value & ~words[at] & 0xFFFFFFFF for at, value in form.items)
         return not (form.values & ~possible[form.positions]).any()
     return not (form.words() & ~possible).any()

@@ -254,12 +254,23 @@ def _limits_value_offset(data: bytes) -> int:
     return reader.pos
 
 
-@pytest.mark.parametrize("part", ["transition table", "limits section"])
+def _metadata_reordered(data: bytes) -> tuple[int, bytes]:
+    """(offset, bytes) that rewrite the metadata's `compiler` object with its keys out of
+    order: the same JSON value, the same length, but not canonical JSON."""
+    version = trgc.__version__.encode()
+    old = b'{"name":"trgc","version":"%b"}' % version
+    new = b'{"version":"%b","name":"trgc"}' % version
+    assert len(old) == len(new) and data.count(old) == 1
+    return data.index(old), new
+
+
+@pytest.mark.parametrize("part", ["transition table", "limits section", "metadata form"])
 def test_a_corrupted_deferred_part_is_refused_with_its_code(tmp_path, monkeypatch, part):
-    """An entry whose container, digest, metadata and source hash are sound but whose machine
-    tables (or limits section) are not: the compile returns (those parts are checked when
-    first used), the first use raises E_CACHE_ENTRY_PAYLOAD and removes the entry, and the
-    next compile compiles the schema again and works."""
+    """An entry whose container, digest, metadata values and source hash are sound but whose
+    machine tables (or limits section, or the canonical form of its metadata) are not: the
+    compile returns (those parts are checked when first used), the first use raises
+    E_CACHE_ENTRY_PAYLOAD and removes the entry, and the next compile compiles the schema
+    again and works."""
     source = json.dumps(SCHEMA)
     disk = DiskCache(tmp_path)
     good = trgc.compile_schema(source, cache=disk)
@@ -269,8 +280,10 @@ def test_a_corrupted_deferred_part_is_refused_with_its_code(tmp_path, monkeypatc
     data = decode_entry(path.read_bytes(), key, path)[1]
     if part == "transition table":  # a shift to a state machine 0 does not have
         bad = _resealed(data, _machine_table_offset(data), (10**6).to_bytes(4, "little"))
-    else:  # a limit the metadata does not name
+    elif part == "limits section":  # a limit the metadata does not name
         bad = _resealed(data, _limits_value_offset(data), (7).to_bytes(8, "little"))
+    else:
+        bad = _resealed(data, *_metadata_reordered(data))
     with pytest.raises(trgc.TrgcError):
         codec.decode(bad)
     path.write_bytes(encode_entry(key, bad))

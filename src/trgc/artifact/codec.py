@@ -349,7 +349,10 @@ def _check_digest(data: bytes, sections: dict[bytes, tuple[int, int]]):
     return state
 
 
-def _decode_metadata(data: bytes, start: int, end: int) -> dict:
+def _decode_metadata(data: bytes, start: int, end: int, canonical: bool = True) -> dict:
+    """The metadata object of section META; unless `canonical` is False (`decode_deferred`,
+    whose eager decode makes this check when the machines are first read), also checked to
+    be written in canonical JSON."""
     raw = data[start:end]
     try:
         metadata = json.loads(raw.decode("utf-8"))
@@ -357,6 +360,8 @@ def _decode_metadata(data: bytes, start: int, end: int) -> dict:
         raise _corrupt("section META is not UTF-8 JSON") from None
     if not isinstance(metadata, dict):
         raise _corrupt("section META must hold a JSON object")
+    if not canonical:
+        return metadata
     try:
         canonical = canonical_json(metadata)
     except (ValueError, UnicodeEncodeError, RecursionError):
@@ -772,11 +777,13 @@ def decode_deferred(data: bytes, *, limits: Limits = DEFAULT_LIMITS, on_error=No
     """Canonical bytes as an `Artifact` whose machine tables are decoded on first use.
 
     Checked now: framing and digest (hashed once with the identity, which is kept), META
-    (canonical JSON), SPEC, BCLS, SRCH, and MACH's `max_depth` (at least 1, within the
+    (a JSON object), SPEC, BCLS, SRCH, and MACH's `max_depth` (at least 1, within the
     reader's limit, equal to the metadata's): everything the artifact's identity, metadata,
-    specials and byte classes depend on. The machines, LIMT, and every check `decode` makes,
-    come when `machines` is first read (by the engine, when it first needs the transition tables); an error there goes
-    through `on_error(error) -> error to raise`. For a reader that may need no table at all
+    specials and byte classes depend on. The machines, LIMT, META's canonical form (which no
+    field read from it depends on: the identity is the digest of the bytes as they are), and
+    every check `decode` makes, come when `machines` is first read (by the engine, when it
+    first needs the transition tables); an error there goes through `on_error(error) -> error
+    to raise`. For a reader that may need no table at all
     before its first answer (a mask read from a store keyed by the artifact's identity), this
     skips most of the decode's cost; the bytes and the eager `decode` are unchanged. Errors
     now: those of `decode` for the sections above."""
@@ -785,7 +792,7 @@ def decode_deferred(data: bytes, *, limits: Limits = DEFAULT_LIMITS, on_error=No
     state = _check_digest(data, sections)
     digest_start = sections[b"DGST"][0]
     state.update(memoryview(data)[digest_start - SECTION_HEADER_SIZE :])
-    metadata = _decode_metadata(data, *sections[b"META"])
+    metadata = _decode_metadata(data, *sections[b"META"], canonical=False)
     specials = _decode_specials(data, *sections[b"SPEC"])
     byte_classes, n_classes = _check_byte_classes(data, *sections[b"BCLS"])
     start, end = sections[b"MACH"]

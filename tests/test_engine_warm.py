@@ -102,22 +102,26 @@ def served(disk: DiskCache) -> DiskCache:
     return disk
 
 
-def replay_from_store(disk: DiskCache, tokens: list[int], seed: int) -> dict[str, int]:
+def replay_from_store(
+    disk: DiskCache, tokens: list[int], seed: int, schema=SCHEMA
+) -> dict[str, int]:
     """A fresh matcher along `tokens`: each mask is written by `fill_bitmask` into a row
     full of garbage and must equal the kernel's mask and the reference masker's (on a
-    sample); returns how many masks each store form answered. After the first `advance`
+    sample); returns how many masks each store form answered (and, under "unclipped", at
+    how many configurations that are not their own mask key). After the first `advance`
     nothing of the store is pending: every later mask is a lookup."""
-    m = fresh(disk)
+    m = fresh(disk, schema)
     b = m._binding
     rng = np.random.default_rng(seed)
     buffer = np.full((2, b.n_words + 3), -1, dtype=np.int32)
-    forms = {"Sparse": 0, "Dense": 0}
+    forms = {"Sparse": 0, "Dense": 0, "unclipped": 0}
     for i in range(len(tokens) + 1):
         buffer[:] = rng.integers(-(2**31), 2**31, size=buffer.shape, dtype=np.int64)
         m.fill_bitmask(buffer, 1)
         assert m.last_source == "store", i
         config = m.config
         forms[type(m._store.masks[mask_key(config, b.trie_depth)]).__name__] += 1
+        forms["unclipped"] += mask_key(config, b.trie_depth) != config
         got = np.unpackbits(buffer[1, : b.n_words].view(np.uint8), bitorder="little")
         got = got[: b.vocab_size].astype(bool)
         assert (buffer[1, b.n_words :] == 0).all()  # past the vocabulary: never allowed
@@ -157,6 +161,23 @@ def test_store_masks_equal_the_reference_at_every_step(tmp_path, walk, start_ent
     if "teacher" in request.node.name:  # the strings' bodies: dense masks
         assert forms["Dense"], forms
     assert disk.stats.refused == {}
+
+
+LONG_STRING = {"type": "object", "properties": {"text": {"type": "string", "maxLength": 3000}},
+               "required": ["text"]}  # fmt: skip
+
+
+def test_store_masks_at_unclipped_counters_equal_the_reference(tmp_path):
+    """A string counter far above the longest token: along a seeded walk into it the
+    configurations are not their own mask keys, and each mask the store answers (looked up
+    by the key) still equals the kernel's and the reference masker's."""
+    disk = DiskCache(tmp_path)
+    m = fresh(disk, LONG_STRING)
+    tokens = seeded_tokens(m, 11, steps=30)
+    m.allowed_tokens()
+    assert disk.flush(60)
+    forms = replay_from_store(DiskCache(tmp_path), tokens, seed=4, schema=LONG_STRING)
+    assert forms["unclipped"] >= 10, forms
 
 
 def test_the_first_warm_mask_needs_no_table(tmp_path):

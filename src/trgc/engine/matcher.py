@@ -325,9 +325,11 @@ class Matcher:
         if store is not None:
             config = self._history[-1]
             if config is not None:
-                form = store.masks.get(
-                    config if max(config) <= STATE_MASK else mask_key(config, self._longest)
-                )
+                # a configuration without counters is its own key; one with counters that is
+                # a key is its own key too (keys are clipped: clipping it changes nothing)
+                form = store.masks.get(config)
+                if form is None and max(config) > STATE_MASK:
+                    form = store.masks.get(mask_key(config, self._longest))
         if form is None:
             form = self._mask()
         else:

@@ -32,16 +32,37 @@ LOOP_WORDS = 16  # a sparse mask of at most this many words is stored item by it
 class Row:
     """One row of a caller's int32 bitmask buffer: its first `n_words` words as bytes
     (`raw`, for one `memcpy`) and as int32 items (`items`, for a few stores without numpy's
-    dispatch), and the words past the mask (`tail`, None when there are none), which are
-    always written 0. A fill touches only these memoryviews: no numpy call, which right
-    after an `advance` costs more than the copy itself."""
+    dispatch), and the bytes past the mask (`tail`, None when there are none), which are
+    always written 0 (`clear_tail`). A fill touches only these memoryviews: no numpy call,
+    which right after an `advance` costs more than the copy itself."""
 
-    __slots__ = ("raw", "items", "tail")
+    __slots__ = ("raw", "items", "tail", "_tail_zero")
 
     def __init__(self, head: np.ndarray, tail: np.ndarray | None) -> None:
-        self.raw = memoryview(head).cast("B")
-        self.items = self.raw.cast("i")
+        self._views(
+            memoryview(head).cast("B"), None if tail is None else memoryview(tail).cast("B")
+        )
+
+    def _views(self, raw: memoryview, tail: memoryview | None) -> None:
+        self.raw = raw
+        self.items = raw.cast("i")
         self.tail = tail
+        self._tail_zero = None if tail is None else bytes(len(tail))
+
+    @classmethod
+    def within(cls, array: np.ndarray, index: int, n_words: int) -> Row:
+        """Row `index` of a checked buffer (2-D, C-contiguous, int32, at least `n_words`
+        wide), cut from one byte view of the whole array (no numpy view per row)."""
+        row = cls.__new__(cls)
+        width = 4 * array.shape[1]
+        start = width * int(index)
+        flat = memoryview(array).cast("B")
+        end = start + 4 * n_words
+        row._views(flat[start:end], flat[end : start + width] if start + width > end else None)
+        return row
+
+    def clear_tail(self) -> None:
+        self.tail[:] = self._tail_zero  # type: ignore[index]
 
 
 class Dense:

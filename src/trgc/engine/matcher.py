@@ -336,7 +336,7 @@ class Matcher:
             self.last_source = "store"
         form.fill(row)  # type: ignore[arg-type]
         if row.tail is not None:  # type: ignore[union-attr]
-            row.tail.fill(0)  # type: ignore[union-attr]
+            row.clear_tail()  # type: ignore[union-attr]
 
     def _checked_row(self, buffer: Any, index: int) -> Row:
         """Row `index` of a bitmask buffer (`maskform.Row`: its first `n_words` words and the
@@ -358,8 +358,7 @@ class Matcher:
             raise TrgcError("E_BITMASK_BUFFER", "expected a writeable C-contiguous buffer")
         if not 0 <= index < shape[0]:
             raise TrgcError("E_BITMASK_BUFFER", f"expected index in [0, {shape[0]}), got {index}")
-        whole = array[index]
-        row = Row(whole[:expected], whole[expected:] if shape[1] > expected else None)
+        row = Row.within(array, index, expected)
         if array is buffer:
             self._filled, self._filled_index, self._filled_row = buffer, index, row
         return row

@@ -287,6 +287,9 @@ class _Reader:
             raise _corrupt(f"section {self.tag}: {self.end - self.pos} unexpected trailing bytes")
 
 
+_SECTION_HEAD = struct.Struct("<4sIQ")  # tag, reserved, length
+
+
 def _frame_sections(data: bytes, digest: bool = True) -> dict[bytes, tuple[int, int]]:
     """Check magic, version, section framing and (unless `digest` is False: the caller
     checks it with `_check_digest`) the digest; return tag -> (payload start, end)."""
@@ -310,11 +313,12 @@ def _frame_sections(data: bytes, digest: bool = True) -> dict[bytes, tuple[int, 
             hint="recompile the source with this trgc (`trgc compile SRC -o OUT.trga`)",
         )
     pos = HEADER_SIZE
+    size = len(data)
     sections: dict[bytes, tuple[int, int]] = {}
     for tag in SECTIONS:
-        if pos + SECTION_HEADER_SIZE > len(data):
+        if pos + SECTION_HEADER_SIZE > size:
             raise _truncated(f"artifact content ends before section {tag.decode()}")
-        found, reserved, length = struct.unpack_from("<4sIQ", data, pos)
+        found, reserved, length = _SECTION_HEAD.unpack_from(data, pos)
         if found != tag:
             raise _corrupt(f"expected section {tag.decode()} at byte {pos}, found {found!r}")
         if reserved != 0:
@@ -323,8 +327,8 @@ def _frame_sections(data: bytes, digest: bool = True) -> dict[bytes, tuple[int, 
             raise _corrupt("section DGST must hold a 32-byte SHA-256")
         start = pos + SECTION_HEADER_SIZE
         end = start + length
-        padded = end + _pad(end, SECTION_ALIGN)
-        if padded > len(data):
+        padded = end + (-end % SECTION_ALIGN)  # `_pad(end, SECTION_ALIGN)`, inline
+        if padded > size:
             raise _truncated(
                 f"section {tag.decode()} declares {length} bytes but the content ends first"
             )
@@ -332,8 +336,8 @@ def _frame_sections(data: bytes, digest: bool = True) -> dict[bytes, tuple[int, 
             raise _corrupt(f"section {tag.decode()}: non-zero padding")
         sections[tag] = (start, end)
         pos = padded
-    if pos != len(data):
-        raise _corrupt(f"{len(data) - pos} unexpected bytes after the last section")
+    if pos != size:
+        raise _corrupt(f"{size - pos} unexpected bytes after the last section")
     if digest:
         _check_digest(data, sections)
     return sections
@@ -796,7 +800,9 @@ def decode_deferred(data: bytes, *, limits: Limits = DEFAULT_LIMITS, on_error=No
     specials = _decode_specials(data, *sections[b"SPEC"])
     byte_classes, n_classes = _check_byte_classes(data, *sections[b"BCLS"])
     start, end = sections[b"MACH"]
-    max_depth = _Reader(data, start, end, "MACH").u32("max_depth")
+    if end - start < 4:  # as `_Reader.u32` says it
+        raise _corrupt("section MACH: max_depth runs past the end of the section")
+    max_depth = int.from_bytes(data[start : start + 4], "little")
     if max_depth < 1:
         raise _corrupt("section MACH: max_depth must be at least 1")
     check_limit("max_depth", max_depth, limits.max_depth, "the artifact's max_depth")

@@ -405,11 +405,16 @@ def _byte_class_array(raw: bytes) -> np.ndarray:
 
 
 def _check_byte_classes(data: bytes, start: int, end: int) -> tuple[bytes, int]:
-    """(the 256 class bytes, the class count) of section BCLS, checked."""
-    reader = _Reader(data, start, end, "BCLS")
-    n_classes = reader.u32("class count")
-    raw = reader.take(256, "byte classes")
-    reader.finish()
+    """(the 256 class bytes, the class count) of section BCLS, checked (the reads and
+    errors of a `_Reader`, written out)."""
+    if end - start < 4:
+        raise _corrupt("section BCLS: class count runs past the end of the section")
+    if end - start < 260:
+        raise _corrupt("section BCLS: byte classes runs past the end of the section")
+    if end - start > 260:
+        raise _corrupt(f"section BCLS: {end - start - 260} unexpected trailing bytes")
+    n_classes = int.from_bytes(data[start : start + 4], "little")
+    raw = data[start + 4 : end]
     if not 1 <= n_classes <= 256:
         raise _corrupt(f"section BCLS: class count {n_classes} outside 1..256")
     # the classes present, checked on the bytes (a warm cache hit decodes this section before

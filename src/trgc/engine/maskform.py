@@ -210,7 +210,7 @@ def decode(data: bytes | memoryview, at: int, n_words: int) -> tuple[Form, int]:
         at_ = struct.unpack_from(f"<{count}I", data, at)
         words = struct.unpack_from(f"<{count}i", data, at + 4 * count)
         if (
-            any(a >= b for a, b in zip(at_, at_[1:], strict=False))
+            list(at_) != sorted(set(at_))  # not strictly increasing
             or not all(words)
             or (count and at_[-1] >= n_words)
         ):

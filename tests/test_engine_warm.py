@@ -102,22 +102,26 @@ def served(disk: DiskCache) -> DiskCache:
     return disk
 
 
-def replay_from_store(disk: DiskCache, tokens: list[int], seed: int) -> dict[str, int]:
+def replay_from_store(
+    disk: DiskCache, tokens: list[int], seed: int, schema=SCHEMA
+) -> dict[str, int]:
     """A fresh matcher along `tokens`: each mask is written by `fill_bitmask` into a row
     full of garbage and must equal the kernel's mask and the reference masker's (on a
-    sample); returns how many masks each store form answered. After the first `advance`
+    sample); returns how many masks each store form answered (and, under "unclipped", at
+    how many configurations that are not their own mask key). After the first `advance`
     nothing of the store is pending: every later mask is a lookup."""
-    m = fresh(disk)
+    m = fresh(disk, schema)
     b = m._binding
     rng = np.random.default_rng(seed)
     buffer = np.full((2, b.n_words + 3), -1, dtype=np.int32)
-    forms = {"Sparse": 0, "Dense": 0}
+    forms = {"Sparse": 0, "Dense": 0, "unclipped": 0}
     for i in range(len(tokens) + 1):
         buffer[:] = rng.integers(-(2**31), 2**31, size=buffer.shape, dtype=np.int64)
         m.fill_bitmask(buffer, 1)
         assert m.last_source == "store", i
         config = m.config
         forms[type(m._store.masks[mask_key(config, b.trie_depth)]).__name__] += 1
+        forms["unclipped"] += mask_key(config, b.trie_depth) != config
         got = np.unpackbits(buffer[1, : b.n_words].view(np.uint8), bitorder="little")
         got = got[: b.vocab_size].astype(bool)
         assert (buffer[1, b.n_words :] == 0).all()  # past the vocabulary: never allowed
@@ -157,6 +161,23 @@ def test_store_masks_equal_the_reference_at_every_step(tmp_path, walk, start_ent
     if "teacher" in request.node.name:  # the strings' bodies: dense masks
         assert forms["Dense"], forms
     assert disk.stats.refused == {}
+
+
+LONG_STRING = {"type": "object", "properties": {"text": {"type": "string", "maxLength": 3000}},
+               "required": ["text"]}  # fmt: skip
+
+
+def test_store_masks_at_unclipped_counters_equal_the_reference(tmp_path):
+    """A string counter far above the longest token: along a seeded walk into it the
+    configurations are not their own mask keys, and each mask the store answers (looked up
+    by the key) still equals the kernel's and the reference masker's."""
+    disk = DiskCache(tmp_path)
+    m = fresh(disk, LONG_STRING)
+    tokens = seeded_tokens(m, 11, steps=30)
+    m.allowed_tokens()
+    assert disk.flush(60)
+    forms = replay_from_store(DiskCache(tmp_path), tokens, seed=4, schema=LONG_STRING)
+    assert forms["unclipped"] >= 10, forms
 
 
 def test_the_first_warm_mask_needs_no_table(tmp_path):
@@ -254,12 +275,23 @@ def _limits_value_offset(data: bytes) -> int:
     return reader.pos
 
 
-@pytest.mark.parametrize("part", ["transition table", "limits section"])
+def _metadata_reordered(data: bytes) -> tuple[int, bytes]:
+    """(offset, bytes) that rewrite the metadata's `compiler` object with its keys out of
+    order: the same JSON value, the same length, but not canonical JSON."""
+    version = trgc.__version__.encode()
+    old = b'{"name":"trgc","version":"%b"}' % version
+    new = b'{"version":"%b","name":"trgc"}' % version
+    assert len(old) == len(new) and data.count(old) == 1
+    return data.index(old), new
+
+
+@pytest.mark.parametrize("part", ["transition table", "limits section", "metadata form"])
 def test_a_corrupted_deferred_part_is_refused_with_its_code(tmp_path, monkeypatch, part):
-    """An entry whose container, digest, metadata and source hash are sound but whose machine
-    tables (or limits section) are not: the compile returns (those parts are checked when
-    first used), the first use raises E_CACHE_ENTRY_PAYLOAD and removes the entry, and the
-    next compile compiles the schema again and works."""
+    """An entry whose container, digest, metadata values and source hash are sound but whose
+    machine tables (or limits section, or the canonical form of its metadata) are not: the
+    compile returns (those parts are checked when first used), the first use raises
+    E_CACHE_ENTRY_PAYLOAD and removes the entry, and the next compile compiles the schema
+    again and works."""
     source = json.dumps(SCHEMA)
     disk = DiskCache(tmp_path)
     good = trgc.compile_schema(source, cache=disk)
@@ -269,8 +301,10 @@ def test_a_corrupted_deferred_part_is_refused_with_its_code(tmp_path, monkeypatc
     data = decode_entry(path.read_bytes(), key, path)[1]
     if part == "transition table":  # a shift to a state machine 0 does not have
         bad = _resealed(data, _machine_table_offset(data), (10**6).to_bytes(4, "little"))
-    else:  # a limit the metadata does not name
+    elif part == "limits section":  # a limit the metadata does not name
         bad = _resealed(data, _limits_value_offset(data), (7).to_bytes(8, "little"))
+    else:
+        bad = _resealed(data, *_metadata_reordered(data))
     with pytest.raises(trgc.TrgcError):
         codec.decode(bad)
     path.write_bytes(encode_entry(key, bad))

@@ -35,12 +35,15 @@ DIGEST_SIZE = 32
 NO_SOURCE_HASH = bytes(DIGEST_SIZE)
 
 
+_CANONICAL = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+)  # made once (`json.dumps` with options makes an encoder per call); encoding is stateless
+
+
 def canonical_json(value: object) -> bytes:
     """Sorted keys, no whitespace, UTF-8, no NaN/Infinity (ValueError for those, and
     UnicodeEncodeError for a string holding a lone surrogate)."""
-    return json.dumps(
-        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    ).encode("utf-8")
+    return _CANONICAL.encode(value).encode("utf-8")
 
 
 def _pad(n: int, align: int) -> int:
@@ -284,6 +287,9 @@ class _Reader:
             raise _corrupt(f"section {self.tag}: {self.end - self.pos} unexpected trailing bytes")
 
 
+_SECTION_HEAD = struct.Struct("<4sIQ")  # tag, reserved, length
+
+
 def _frame_sections(data: bytes, digest: bool = True) -> dict[bytes, tuple[int, int]]:
     """Check magic, version, section framing and (unless `digest` is False: the caller
     checks it with `_check_digest`) the digest; return tag -> (payload start, end)."""
@@ -307,11 +313,12 @@ def _frame_sections(data: bytes, digest: bool = True) -> dict[bytes, tuple[int, 
             hint="recompile the source with this trgc (`trgc compile SRC -o OUT.trga`)",
         )
     pos = HEADER_SIZE
+    size = len(data)
     sections: dict[bytes, tuple[int, int]] = {}
     for tag in SECTIONS:
-        if pos + SECTION_HEADER_SIZE > len(data):
+        if pos + SECTION_HEADER_SIZE > size:
             raise _truncated(f"artifact content ends before section {tag.decode()}")
-        found, reserved, length = struct.unpack_from("<4sIQ", data, pos)
+        found, reserved, length = _SECTION_HEAD.unpack_from(data, pos)
         if found != tag:
             raise _corrupt(f"expected section {tag.decode()} at byte {pos}, found {found!r}")
         if reserved != 0:
@@ -320,8 +327,8 @@ def _frame_sections(data: bytes, digest: bool = True) -> dict[bytes, tuple[int, 
             raise _corrupt("section DGST must hold a 32-byte SHA-256")
         start = pos + SECTION_HEADER_SIZE
         end = start + length
-        padded = end + _pad(end, SECTION_ALIGN)
-        if padded > len(data):
+        padded = end + (-end % SECTION_ALIGN)  # `_pad(end, SECTION_ALIGN)`, inline
+        if padded > size:
             raise _truncated(
                 f"section {tag.decode()} declares {length} bytes but the content ends first"
             )
@@ -329,8 +336,8 @@ def _frame_sections(data: bytes, digest: bool = True) -> dict[bytes, tuple[int, 
             raise _corrupt(f"section {tag.decode()}: non-zero padding")
         sections[tag] = (start, end)
         pos = padded
-    if pos != len(data):
-        raise _corrupt(f"{len(data) - pos} unexpected bytes after the last section")
+    if pos != size:
+        raise _corrupt(f"{size - pos} unexpected bytes after the last section")
     if digest:
         _check_digest(data, sections)
     return sections
@@ -346,7 +353,10 @@ def _check_digest(data: bytes, sections: dict[bytes, tuple[int, int]]):
     return state
 
 
-def _decode_metadata(data: bytes, start: int, end: int) -> dict:
+def _decode_metadata(data: bytes, start: int, end: int, canonical: bool = True) -> dict:
+    """The metadata object of section META; unless `canonical` is False (`decode_deferred`,
+    whose eager decode makes this check when the machines are first read), also checked to
+    be written in canonical JSON."""
     raw = data[start:end]
     try:
         metadata = json.loads(raw.decode("utf-8"))
@@ -354,6 +364,8 @@ def _decode_metadata(data: bytes, start: int, end: int) -> dict:
         raise _corrupt("section META is not UTF-8 JSON") from None
     if not isinstance(metadata, dict):
         raise _corrupt("section META must hold a JSON object")
+    if not canonical:
+        return metadata
     try:
         canonical = canonical_json(metadata)
     except (ValueError, UnicodeEncodeError, RecursionError):
@@ -365,7 +377,12 @@ def _decode_metadata(data: bytes, start: int, end: int) -> dict:
     return metadata
 
 
+_NO_SPECIALS = struct.pack("<I", 0)
+
+
 def _decode_specials(data: bytes, start: int, end: int) -> tuple[str, ...]:
+    if data[start:end] == _NO_SPECIALS:  # most grammars: a count of 0 and nothing else
+        return ()
     reader = _Reader(data, start, end, "SPEC")
     names = tuple(reader.string("special name") for _ in range(reader.u32("special count")))
     reader.finish()
@@ -379,17 +396,33 @@ def _decode_specials(data: bytes, start: int, end: int) -> tuple[str, ...]:
 
 
 def _decode_byte_classes(data: bytes, start: int, end: int) -> tuple[np.ndarray, int]:
-    reader = _Reader(data, start, end, "BCLS")
-    n_classes = reader.u32("class count")
-    byte_class = np.frombuffer(reader.take(256, "byte classes"), dtype=np.uint8).copy()
-    reader.finish()
+    raw, n_classes = _check_byte_classes(data, start, end)
+    return _byte_class_array(raw), n_classes
+
+
+def _byte_class_array(raw: bytes) -> np.ndarray:
+    return np.frombuffer(bytearray(raw), dtype=np.uint8)
+
+
+def _check_byte_classes(data: bytes, start: int, end: int) -> tuple[bytes, int]:
+    """(the 256 class bytes, the class count) of section BCLS, checked (the reads and
+    errors of a `_Reader`, written out)."""
+    if end - start < 4:
+        raise _corrupt("section BCLS: class count runs past the end of the section")
+    if end - start < 260:
+        raise _corrupt("section BCLS: byte classes runs past the end of the section")
+    if end - start > 260:
+        raise _corrupt(f"section BCLS: {end - start - 260} unexpected trailing bytes")
+    n_classes = int.from_bytes(data[start : start + 4], "little")
+    raw = data[start + 4 : end]
     if not 1 <= n_classes <= 256:
         raise _corrupt(f"section BCLS: class count {n_classes} outside 1..256")
-    # the classes present, ascending (a bare np.unique would import numpy.ma, ~20 ms a process)
-    used = np.flatnonzero(np.bincount(byte_class, minlength=256))
-    if int(used[-1]) >= n_classes or len(used) != n_classes:
+    # the classes present, checked on the bytes (a warm cache hit decodes this section before
+    # its first mask, where each numpy call costs several microseconds)
+    used = set(raw)
+    if max(used) >= n_classes or len(used) != n_classes:
         raise _corrupt(f"section BCLS: classes used are not exactly 0..{n_classes - 1}")
-    return byte_class, n_classes
+    return raw, n_classes
 
 
 def _decode_machines(
@@ -700,18 +733,31 @@ def load_artifact(
 class _DeferredArtifact(Artifact):
     """An `Artifact` whose machines are decoded when first read (`decode_deferred`).
 
-    Every field but `machines` is set when it is made, from sections that were checked then;
+    Every field but `machines` is set when it is made, from sections that were checked then
+    (`byte_class` is made into its array when first read, from bytes checked then);
     the first read of `machines` runs the whole eager `decode` over the same bytes (every check
     it makes, the ones made before included) and keeps its machines. A failure there is passed
     to the caller's `on_error`, which returns the error to raise (and may, say, remove a cache
     entry), and is raised again on every later read: nothing of an artifact that fails its
     checks is ever used."""
 
-    def __init__(self, data: bytes, limits: Limits, fields: dict, on_error) -> None:
+    def __init__(
+        self, data: bytes, limits: Limits, fields: dict, on_error, byte_classes: bytes
+    ) -> None:
         for name, value in fields.items():
             object.__setattr__(self, name, value)
         object.__setattr__(self, "_cache", {"canonical": data})
         object.__setattr__(self, "_deferred", [data, limits, on_error, None])
+        object.__setattr__(self, "_byte_classes", byte_classes)
+
+    @property
+    def byte_class(self) -> np.ndarray:  # type: ignore[override]
+        """The checked class bytes as the eager decode's array, made when first read (a warm
+        matcher's first mask reads none)."""
+        found = self.__dict__.get("_byte_class")
+        if found is None:
+            found = self.__dict__.setdefault("_byte_class", _byte_class_array(self._byte_classes))
+        return found
 
     @property
     def machines(self) -> tuple[Machine, ...]:  # type: ignore[override]
@@ -740,11 +786,13 @@ def decode_deferred(data: bytes, *, limits: Limits = DEFAULT_LIMITS, on_error=No
     """Canonical bytes as an `Artifact` whose machine tables are decoded on first use.
 
     Checked now: framing and digest (hashed once with the identity, which is kept), META
-    (canonical JSON), SPEC, BCLS, SRCH, and MACH's `max_depth` (at least 1, within the
+    (a JSON object), SPEC, BCLS, SRCH, and MACH's `max_depth` (at least 1, within the
     reader's limit, equal to the metadata's): everything the artifact's identity, metadata,
-    specials and byte classes depend on. The machines, LIMT, and every check `decode` makes,
-    come when `machines` is first read (by the engine, when it first needs the transition tables); an error there goes
-    through `on_error(error) -> error to raise`. For a reader that may need no table at all
+    specials and byte classes depend on. The machines, LIMT, META's canonical form (which no
+    field read from it depends on: the identity is the digest of the bytes as they are), and
+    every check `decode` makes, come when `machines` is first read (by the engine, when it
+    first needs the transition tables); an error there goes through `on_error(error) -> error
+    to raise`. For a reader that may need no table at all
     before its first answer (a mask read from a store keyed by the artifact's identity), this
     skips most of the decode's cost; the bytes and the eager `decode` are unchanged. Errors
     now: those of `decode` for the sections above."""
@@ -753,11 +801,13 @@ def decode_deferred(data: bytes, *, limits: Limits = DEFAULT_LIMITS, on_error=No
     state = _check_digest(data, sections)
     digest_start = sections[b"DGST"][0]
     state.update(memoryview(data)[digest_start - SECTION_HEADER_SIZE :])
-    metadata = _decode_metadata(data, *sections[b"META"])
+    metadata = _decode_metadata(data, *sections[b"META"], canonical=False)
     specials = _decode_specials(data, *sections[b"SPEC"])
-    byte_class, n_classes = _decode_byte_classes(data, *sections[b"BCLS"])
+    byte_classes, n_classes = _check_byte_classes(data, *sections[b"BCLS"])
     start, end = sections[b"MACH"]
-    max_depth = _Reader(data, start, end, "MACH").u32("max_depth")
+    if end - start < 4:  # as `_Reader.u32` says it
+        raise _corrupt("section MACH: max_depth runs past the end of the section")
+    max_depth = int.from_bytes(data[start : start + 4], "little")
     if max_depth < 1:
         raise _corrupt("section MACH: max_depth must be at least 1")
     check_limit("max_depth", max_depth, limits.max_depth, "the artifact's max_depth")
@@ -772,8 +822,8 @@ def decode_deferred(data: bytes, *, limits: Limits = DEFAULT_LIMITS, on_error=No
         else expected_source is not None
     ):
         raise _corrupt("section SRCH disagrees with the metadata's source_sha256")
-    fields = {"metadata": metadata, "byte_class": byte_class, "n_classes": n_classes,
-              "specials": specials, "max_depth": max_depth}  # fmt: skip
-    artifact = _DeferredArtifact(data, limits, fields, on_error)
+    fields = {"metadata": metadata, "n_classes": n_classes, "specials": specials,
+              "max_depth": max_depth}  # fmt: skip
+    artifact = _DeferredArtifact(data, limits, fields, on_error, byte_classes)
     artifact._cache["sha256"] = "sha256:" + state.hexdigest()  # of all the bytes: the identity
     return artifact

@@ -86,7 +86,7 @@ def artifact_subject(source_kind: str, source_sha256: str, options: dict, limits
     the canonical JSON of {limits, options, source_kind, source_sha256} (sorted keys), with
     the limits' part written once per `Limits`."""
     canonical = "".join((_limits_json(limits), ',"options":', _json(options), ',"source_kind":',
-                         _json(source_kind), ',"source_sha256":', _json(source_sha256), "}"))  # fmt: skip
+                         _quote(source_kind), ',"source_sha256":', _quote(source_sha256), "}"))  # fmt: skip
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
@@ -98,12 +98,26 @@ def artifact_key(
 
 
 def _artifact_key(cache: EntryStore, subject: str) -> Any:
-    from trgc import __version__
-
-    return cache.entry_key(KIND, FORMAT_VERSION, "", __version__, "", subject)
+    return cache.entry_key(KIND, FORMAT_VERSION, "", _compiler_version(), "", subject)
 
 
-_json = functools.partial(json.dumps, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+def _compiler_version() -> str:
+    """`trgc.__version__` (a plain `import` of the loaded package: `from trgc import ...` in a
+    function runs importlib's Python-level fromlist handling at every call)."""
+    import trgc
+
+    return trgc.__version__
+
+
+# made once: `json.dumps` with options makes an encoder per call, which a warm compile (a
+# cache read of a few hundred microseconds) would pay three times; encoding is stateless
+_json = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
+_quote = json.encoder.encode_basestring  # a str as `_json` writes it (ensure_ascii=False)
+# the same text as `json.dumps(value, separators=(",", ":"), allow_nan=False)`; a value that
+# holds itself recurses until RecursionError instead of the circular-reference check (whose
+# bookkeeping costs an insert and a delete per container): refused the same way
+_value_json = json.JSONEncoder(separators=(",", ":"), allow_nan=False, check_circular=False).encode
+_scan = json.JSONDecoder().scan_once  # (value, end) of the JSON value at an offset
 
 
 @functools.lru_cache(maxsize=64)
@@ -142,10 +156,11 @@ def schema_identity(schema: object) -> tuple[str, str, str | None] | None:
     if not isinstance(schema, dict | bool):
         return text_identity("trj", schema)
     try:
-        text = json.dumps(schema, separators=(",", ":"), allow_nan=False)
-        if json.loads(text) != schema:
+        text = _value_json(schema)
+        value, end = _scan(text, 0)  # `json.loads` without its whitespace steps: none here
+        if end != len(text) or value != schema:
             return None  # lossy: keys that are not strings, tuples, ...
-    except (TypeError, ValueError, RecursionError):
+    except (TypeError, ValueError, RecursionError, StopIteration):
         return None
     return VALUE_KIND, hashlib.sha256(text.encode()).hexdigest(), None
 
@@ -157,8 +172,6 @@ def _verified(
     are decoded, with every check of `trgc.artifact.codec.decode`, when first used
     (`decode_deferred`): a warm matcher's first mask needs none of them. A failure then goes
     through `on_error`."""
-    from trgc import __version__
-
     artifact = decode_deferred(payload, limits=limits, on_error=on_error)
     metadata = artifact.metadata
     if source_sha256 is not None and metadata.get("source_sha256") not in (
@@ -170,7 +183,7 @@ def _verified(
         raise TrgcError(
             "E_CACHE_ENTRY_PAYLOAD", "the cached artifact was compiled with other limits"
         )
-    if (metadata.get("compiler") or {}).get("version") != __version__:
+    if (metadata.get("compiler") or {}).get("version") != _compiler_version():
         raise TrgcError("E_CACHE_ENTRY_PAYLOAD", "the cached artifact names another compiler")
     return artifact
 

@@ -176,6 +176,7 @@ def decode_entry(data: bytes, key: EntryKey | None, path: Path) -> tuple[bytes, 
     return stored, bytes(body[_HEAD.size + key_len :])
 
 
+_SEP = os.sep
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
@@ -316,8 +317,8 @@ class DiskCache:
 
     def _path_text(self, key: EntryKey) -> str:
         """`path_of` as a string (a hit reads by it: pathlib's joins cost more than the open)."""
-        address = key.address()
-        return os.path.join(self._layout_text, key.kind, address[:2], address + SUFFIX)
+        address = key.address()  # `os.path.join` of these parts: none is absolute or empty
+        return f"{self._layout_text}{_SEP}{key.kind}{_SEP}{address[:2]}{_SEP}{address}{SUFFIX}"
 
     @property
     def _ledger(self) -> Path:

@@ -4,10 +4,10 @@ A decoder asks for a mask right after it advanced, when little of the mask is st
 CPU's caches, so a mask costs what it reads and writes: every row is written whole (16 KB on
 Llama-3), and a dense mask is read whole as well. Half the masks of a JSON document allow at
 most nine tokens (a structural character, a digit, a keyword's next letter), and those are
-kept as their nonzero words: writing one zeroes the row (a memset, nothing read) and sets a
-few words. A mask is `Sparse` exactly when that form is the smaller (fewer than `n_words / 2`
-nonzero words), else `Dense`; `encode`/`decode` give the bytes the mask store keeps
-(`trgc.engine.maskstore`), the same mask always the same bytes:
+kept as their nonzero words: writing one zeroes the row (one copy of zero bytes shared by
+every mask of that width) and sets a few words. A mask is `Sparse` exactly when that form is
+the smaller (fewer than `n_words / 2` nonzero words), else `Dense`; `encode`/`decode` give the
+bytes the mask store keeps (`trgc.engine.maskstore`), the same mask always the same bytes:
 
     tag    u32   0 dense, 1 sparse
     count  u32   dense: n_words; sparse: k, the nonzero words
@@ -15,7 +15,7 @@ nonzero words), else `Dense`; `encode`/`decode` give the bytes the mask store ke
     sparse: u32 positions[k] (strictly increasing, < n_words), uint32 values[k] (nonzero)
 
 Both forms are written through `Row`, the memory of one bitmask row seen as bytes (for one
-`memcpy`), as int32 items (for a few stores without numpy's dispatch) and as numpy arrays.
+`memcpy`) and as int32 items (for a few stores): a fill makes no numpy call.
 """
 
 from __future__ import annotations
@@ -31,17 +31,38 @@ LOOP_WORDS = 16  # a sparse mask of at most this many words is stored item by it
 
 class Row:
     """One row of a caller's int32 bitmask buffer: its first `n_words` words as bytes
-    (`raw`), as int32 items (`items`), as uint8 and int32 numpy arrays, and the words past the
-    mask (`tail`, None when there are none), which are always written 0."""
+    (`raw`, for one `memcpy`) and as int32 items (`items`, for a few stores without numpy's
+    dispatch), and the bytes past the mask (`tail`, None when there are none), which are
+    always written 0 (`clear_tail`). A fill touches only these memoryviews: no numpy call,
+    which right after an `advance` costs more than the copy itself."""
 
-    __slots__ = ("raw", "items", "bytes8", "head", "tail")
+    __slots__ = ("raw", "items", "tail", "_tail_zero")
 
     def __init__(self, head: np.ndarray, tail: np.ndarray | None) -> None:
-        self.head = head
-        self.bytes8 = head.view(np.uint8)
-        self.raw = memoryview(self.bytes8)
-        self.items = self.raw.cast("i")
+        self._views(
+            memoryview(head).cast("B"), None if tail is None else memoryview(tail).cast("B")
+        )
+
+    def _views(self, raw: memoryview, tail: memoryview | None) -> None:
+        self.raw = raw
+        self.items = raw.cast("i")
         self.tail = tail
+        self._tail_zero = None if tail is None else bytes(len(tail))
+
+    @classmethod
+    def within(cls, array: np.ndarray, index: int, n_words: int) -> Row:
+        """Row `index` of a checked buffer (2-D, C-contiguous, int32, at least `n_words`
+        wide), cut from one byte view of the whole array (no numpy view per row)."""
+        row = cls.__new__(cls)
+        width = 4 * array.shape[1]
+        start = width * int(index)
+        flat = memoryview(array).cast("B")
+        end = start + 4 * n_words
+        row._views(flat[start:end], flat[end : start + width] if start + width > end else None)
+        return row
+
+    def clear_tail(self) -> None:
+        self.tail[:] = self._tail_zero  # type: ignore[index]
 
 
 class Dense:
@@ -67,36 +88,58 @@ class Sparse:
     """A mask kept as its nonzero words: positions and values (uint32 arrays, often views of
     a store's bytes), with what a fill needs made when the form is: a mask is often written
     once, right after an `advance`, where any extra step runs cold. Up to `LOOP_WORDS` words
-    a fill is a memset and that many stores (`items`, which a store may give: it makes the
-    pairs of all its masks in two list conversions); past it, the words are also kept whole
-    (`whole`) and a fill is one copy, as a dense mask's: a memset and a numpy scatter of a
-    few hundred words measured 2-3x the copy in that position."""
+    a fill is a copy of shared zero bytes and that many stores (`items`, which a store may
+    give: it makes the pairs of all its masks in two list conversions); past it, the words are
+    also kept whole (`whole`) and a fill is one copy, as a dense mask's: a memset and a numpy
+    scatter of a few hundred words measured 2-3x the copy in that position. A form made from
+    `items` alone (`positions` and `values` None: a start mask read before its first mask)
+    makes the two arrays when they are first read."""
 
-    __slots__ = ("n_words", "positions", "values", "items", "whole")
+    __slots__ = ("n_words", "_positions", "_values", "items", "whole", "zero")
 
     def __init__(
-        self, n_words: int, positions: np.ndarray, values: np.ndarray, items: tuple | None = None
+        self,
+        n_words: int,
+        positions: np.ndarray | None,
+        values: np.ndarray | None,
+        items: tuple | None = None,
     ) -> None:
         self.n_words = n_words
-        self.positions = positions
-        self.values = values
+        self._positions = positions
+        self._values = values
         self.whole: memoryview | None = None  # the words as bytes, past LOOP_WORDS
-        if positions.size > LOOP_WORDS:
+        if positions is not None and positions.size > LOOP_WORDS:
             words = np.zeros(n_words, dtype="<u4")
             words[positions] = values
             self.whole = memoryview(words).cast("B")
             items = ()
-        elif items is None:
-            signed = values.astype("<u4").view(np.int32)
+        elif items is None:  # else `items` alone may be given (at most LOOP_WORDS pairs)
+            signed = values.astype("<u4").view(np.int32)  # type: ignore[union-attr]
             items = tuple(zip(positions.tolist(), signed.tolist(), strict=True))
         self.items = items  # (position, int32 value) pairs; () past LOOP_WORDS
+        self.zero = _zeros(n_words) if self.whole is None else None
+
+    @property
+    def positions(self) -> np.ndarray:
+        found = self._positions
+        if found is None:
+            found = self._positions = np.array([p for p, _ in self.items], dtype="<u4")
+        return found
+
+    @property
+    def values(self) -> np.ndarray:
+        found = self._values
+        if found is None:
+            signed = np.array([v for _, v in self.items], dtype=np.int32)
+            found = self._values = signed.view("<u4")
+        return found
 
     def fill(self, row: Row) -> None:
         whole = self.whole
         if whole is not None:
             row.raw[:] = whole
             return
-        row.bytes8.fill(0)
+        row.raw[:] = self.zero  # zeroed by one copy of shared zero bytes (no numpy call)
         out = row.items
         for position, value in self.items:
             out[position] = value
@@ -109,6 +152,16 @@ class Sparse:
 
 
 Form = Dense | Sparse
+
+_ZEROS: dict[int, bytes] = {}
+
+
+def _zeros(n_words: int) -> bytes:
+    """Zero bytes for `n_words` words, one object per width (shared by every sparse mask)."""
+    found = _ZEROS.get(n_words)
+    if found is None:
+        found = _ZEROS.setdefault(n_words, bytes(4 * n_words))
+    return found
 
 
 def as_form(words: np.ndarray) -> Form:
@@ -153,32 +206,32 @@ def decode(data: bytes | memoryview, at: int, n_words: int) -> tuple[Form, int]:
     end = at + 8 * count
     if end > len(data):
         raise FormError("a sparse mask is cut short")
-    positions = np.frombuffer(data, dtype="<u4", count=count, offset=at)
-    values = np.frombuffer(data, dtype="<u4", count=count, offset=at + 4 * count)
-    items = None
     if count <= LOOP_WORDS:  # the usual start mask: checked in Python, no numpy call
         at_ = struct.unpack_from(f"<{count}I", data, at)
         words = struct.unpack_from(f"<{count}i", data, at + 4 * count)
         if (
-            any(a >= b for a, b in zip(at_, at_[1:], strict=False))
+            list(at_) != sorted(set(at_))  # not strictly increasing
             or not all(words)
             or (count and at_[-1] >= n_words)
         ):
             raise FormError("sparse positions out of order or range, or a zero word")
-        items = tuple(zip(at_, words, strict=True))
-    elif (
+        return Sparse(n_words, None, None, tuple(zip(at_, words, strict=True))), end
+    positions = np.frombuffer(data, dtype="<u4", count=count, offset=at)
+    values = np.frombuffer(data, dtype="<u4", count=count, offset=at + 4 * count)
+    if (
         int(positions[-1]) >= n_words
         or (np.diff(positions.astype(np.int64)) <= 0).any()
         or not values.all()
     ):
         raise FormError("sparse positions out of order or range, or a zero word")
-    return Sparse(n_words, positions, values, items), end
+    return Sparse(n_words, positions, values), end
 
 
 def allows_only(form: Form, possible: np.ndarray) -> bool:
     """True when every token `form` allows is one of `possible` (packed uint32 words)."""
     if isinstance(form, Sparse):
-        if form.items:  # a few words: item by item
-            return not any(value & ~int(possible[at]) & 0xFFFFFFFF for at, value in form.items)
+        if form.items:  # a few words: item by item (a memoryview gives ints, no numpy scalars)
+            words = memoryview(possible)
+            return not any(value & ~words[at] & 0xFFFFFFFF for at, value in form.items)
         return not (form.values & ~possible[form.positions]).any()
     return not (form.words() & ~possible).any()

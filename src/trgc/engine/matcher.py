@@ -56,6 +56,7 @@ from trgc.engine.slices import candidates
 from trgc.errors import TrgcError
 
 FORCED_BYTES_LIMIT = 4096
+_INT32 = np.dtype(np.int32)
 
 
 class Matcher:
@@ -106,6 +107,8 @@ class Matcher:
             else None
         )
         self._direct = None if precomputed is None else precomputed.direct(self._binding)
+        # the store when it answers before anything else (`_mask`): no precomputed rows
+        self._lookup = self._store if self._direct is None else None
         self._n_words = self._binding.n_words
         self._form_of: np.ndarray | None = None  # the words `_form` is the `Dense` form of
         self._form: Dense | None = None
@@ -316,9 +319,24 @@ class Matcher:
             row = self._filled_row  # the numpy buffer of the last call, checked then
         else:
             row = self._checked_row(buffer, index)
-        self._mask().fill(row)  # type: ignore[arg-type]
+        # the store's lookup of `_mask`, written out: a warm decoder's every mask is this
+        # lookup and one write of the row, so each call and attribute read around it counts
+        store, form = self._lookup, None
+        if store is not None:
+            config = self._history[-1]
+            if config is not None:
+                # a configuration without counters is its own key; one with counters that is
+                # a key is its own key too (keys are clipped: clipping it changes nothing)
+                form = store.masks.get(config)
+                if form is None and max(config) > STATE_MASK:
+                    form = store.masks.get(mask_key(config, self._longest))
+        if form is None:
+            form = self._mask()
+        else:
+            self.last_source = "store"
+        form.fill(row)  # type: ignore[arg-type]
         if row.tail is not None:  # type: ignore[union-attr]
-            row.tail.fill(0)  # type: ignore[union-attr]
+            row.clear_tail()  # type: ignore[union-attr]
 
     def _checked_row(self, buffer: Any, index: int) -> Row:
         """Row `index` of a bitmask buffer (`maskform.Row`: its first `n_words` words and the
@@ -328,7 +346,7 @@ class Matcher:
         be resized in place)."""
         expected = self._n_words
         array = _numpy_view(buffer)
-        if array.dtype != np.int32:
+        if array.dtype != _INT32:
             raise TrgcError("E_BITMASK_BUFFER", f"expected dtype int32, got {array.dtype}")
         shape = array.shape
         if len(shape) != 2 or shape[1] < expected:
@@ -340,8 +358,7 @@ class Matcher:
             raise TrgcError("E_BITMASK_BUFFER", "expected a writeable C-contiguous buffer")
         if not 0 <= index < shape[0]:
             raise TrgcError("E_BITMASK_BUFFER", f"expected index in [0, {shape[0]}), got {index}")
-        whole = array[index]
-        row = Row(whole[:expected], whole[expected:] if shape[1] > expected else None)
+        row = Row.within(array, index, expected)
         if array is buffer:
             self._filled, self._filled_index, self._filled_row = buffer, index, row
         return row

@@ -147,7 +147,10 @@ def vocab_tables(tokenizer) -> VocabTables:
     shared with every table of the same identity)."""
     identity = str(tokenizer.sha256)
     with _lock:
-        found = _by_table.get(tokenizer) or _by_sha.get(identity)
+        found = _by_table.get(tokenizer)
+        if found is not None:  # the usual case, once per binding: nothing to record again
+            return found
+        found = _by_sha.get(identity)
     if found is None:
         found = _build(tokenizer)
     with _lock:

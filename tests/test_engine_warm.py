@@ -450,7 +450,7 @@ def test_mask_forms_round_trip_and_fill_a_dirty_row(k):
     assert (form.words() == words).all()
     buffer = rng.integers(-(2**31), 2**31, size=(3, n_words), dtype=np.int64).astype(np.int32)
     before = buffer.copy()
-    form.fill(maskform.Row(buffer[1], None))
+    form.fill(maskform.Row.within(buffer, 1, n_words))
     assert (buffer[1].view(np.uint32) == words).all()
     assert (buffer[[0, 2]] == before[[0, 2]]).all()  # other rows untouched
 

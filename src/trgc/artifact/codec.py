@@ -405,16 +405,11 @@ def _byte_class_array(raw: bytes) -> np.ndarray:
 
 
 def _check_byte_classes(data: bytes, start: int, end: int) -> tuple[bytes, int]:
-    """(the 256 class bytes, the class count) of section BCLS, checked (the reads and
-    errors of a `_Reader`, written out)."""
-    if end - start < 4:
-        raise _corrupt("section BCLS: class count runs past the end of the section")
-    if end - start < 260:
-        raise _corrupt("section BCLS: byte classes runs past the end of the section")
-    if end - start > 260:
-        raise _corrupt(f"section BCLS: {end - start - 260} unexpected trailing bytes")
-    n_classes = int.from_bytes(data[start : start + 4], "little")
-    raw = data[start + 4 : end]
+    """(the 256 class bytes, the class count) of section BCLS, checked."""
+    reader = _Reader(data, start, end, "BCLS")
+    n_classes = reader.u32("class count")
+    raw = reader.take(256, "byte classes")
+    reader.finish()
     if not 1 <= n_classes <= 256:
         raise _corrupt(f"section BCLS: class count {n_classes} outside 1..256")
     # the classes present, checked on the bytes (a warm cache hit decodes this section before
@@ -805,9 +800,7 @@ def decode_deferred(data: bytes, *, limits: Limits = DEFAULT_LIMITS, on_error=No
     specials = _decode_specials(data, *sections[b"SPEC"])
     byte_classes, n_classes = _check_byte_classes(data, *sections[b"BCLS"])
     start, end = sections[b"MACH"]
-    if end - start < 4:  # as `_Reader.u32` says it
-        raise _corrupt("section MACH: max_depth runs past the end of the section")
-    max_depth = int.from_bytes(data[start : start + 4], "little")
+    max_depth = _Reader(data, start, end, "MACH").u32("max_depth")
     if max_depth < 1:
         raise _corrupt("section MACH: max_depth must be at least 1")
     check_limit("max_depth", max_depth, limits.max_depth, "the artifact's max_depth")

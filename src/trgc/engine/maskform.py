@@ -20,6 +20,7 @@ Both forms are written through `Row`, the memory of one bitmask row seen as byte
 
 from __future__ import annotations
 
+import functools
 import struct
 
 import numpy as np
@@ -36,33 +37,25 @@ class Row:
     always written 0 (`clear_tail`). A fill touches only these memoryviews: no numpy call,
     which right after an `advance` costs more than the copy itself."""
 
-    __slots__ = ("raw", "items", "tail", "_tail_zero")
+    __slots__ = ("raw", "items", "tail")
 
-    def __init__(self, head: np.ndarray, tail: np.ndarray | None) -> None:
-        self._views(
-            memoryview(head).cast("B"), None if tail is None else memoryview(tail).cast("B")
-        )
-
-    def _views(self, raw: memoryview, tail: memoryview | None) -> None:
+    def __init__(self, raw: memoryview, tail: memoryview | None) -> None:
         self.raw = raw
         self.items = raw.cast("i")
         self.tail = tail
-        self._tail_zero = None if tail is None else bytes(len(tail))
 
     @classmethod
     def within(cls, array: np.ndarray, index: int, n_words: int) -> Row:
         """Row `index` of a checked buffer (2-D, C-contiguous, int32, at least `n_words`
         wide), cut from one byte view of the whole array (no numpy view per row)."""
-        row = cls.__new__(cls)
         width = 4 * array.shape[1]
         start = width * int(index)
-        flat = memoryview(array).cast("B")
         end = start + 4 * n_words
-        row._views(flat[start:end], flat[end : start + width] if start + width > end else None)
-        return row
+        flat = memoryview(array).cast("B")
+        return cls(flat[start:end], flat[end : start + width] if start + width > end else None)
 
     def clear_tail(self) -> None:
-        self.tail[:] = self._tail_zero  # type: ignore[index]
+        self.tail[:] = zero_bytes(len(self.tail))  # type: ignore[arg-type, index]
 
 
 class Dense:
@@ -117,7 +110,7 @@ class Sparse:
             signed = values.astype("<u4").view(np.int32)  # type: ignore[union-attr]
             items = tuple(zip(positions.tolist(), signed.tolist(), strict=True))
         self.items = items  # (position, int32 value) pairs; () past LOOP_WORDS
-        self.zero = _zeros(n_words) if self.whole is None else None
+        self.zero = zero_bytes(4 * n_words) if self.whole is None else None
 
     @property
     def positions(self) -> np.ndarray:
@@ -153,15 +146,12 @@ class Sparse:
 
 Form = Dense | Sparse
 
-_ZEROS: dict[int, bytes] = {}
 
-
-def _zeros(n_words: int) -> bytes:
-    """Zero bytes for `n_words` words, one object per width (shared by every sparse mask)."""
-    found = _ZEROS.get(n_words)
-    if found is None:
-        found = _ZEROS.setdefault(n_words, bytes(4 * n_words))
-    return found
+@functools.cache
+def zero_bytes(size: int) -> bytes:
+    """`size` zero bytes, one object per size: a row is zeroed by copying them (no numpy call),
+    and every mask and buffer of one width shares them."""
+    return bytes(size)
 
 
 def as_form(words: np.ndarray) -> Form:

@@ -107,8 +107,6 @@ class Matcher:
             else None
         )
         self._direct = None if precomputed is None else precomputed.direct(self._binding)
-        # the store when it answers before anything else (`_mask`): no precomputed rows
-        self._lookup = self._store if self._direct is None else None
         self._n_words = self._binding.n_words
         self._form_of: np.ndarray | None = None  # the words `_form` is the `Dense` form of
         self._form: Dense | None = None
@@ -210,12 +208,16 @@ class Matcher:
         if store is not None and self._direct is None:
             config = self._history[-1]
             if config is not None:
-                # a frame without counters is its own key: the common case skips `mask_key`
-                mkey = config if max(config) <= STATE_MASK else mask_key(config, self._longest)
-                form = store.masks.get(mkey)
+                # a configuration without counters is its own key; one with counters that is a
+                # key is its own key too (keys are clipped: clipping it changes nothing), so
+                # `mask_key` is made only on a miss with counters
+                counted = max(config) > STATE_MASK
+                form = store.masks.get(config)
+                if form is None and counted:
+                    form = store.masks.get(mask_key(config, self._longest))
                 if form is None and store.pending:
                     store.load_rest()
-                    form = store.masks.get(mkey)
+                    form = store.masks.get(mask_key(config, self._longest) if counted else config)
                 if form is not None:
                     self.last_source = "store"
                     return form
@@ -319,22 +321,7 @@ class Matcher:
             row = self._filled_row  # the numpy buffer of the last call, checked then
         else:
             row = self._checked_row(buffer, index)
-        # the store's lookup of `_mask`, written out: a warm decoder's every mask is this
-        # lookup and one write of the row, so each call and attribute read around it counts
-        store, form = self._lookup, None
-        if store is not None:
-            config = self._history[-1]
-            if config is not None:
-                # a configuration without counters is its own key; one with counters that is
-                # a key is its own key too (keys are clipped: clipping it changes nothing)
-                form = store.masks.get(config)
-                if form is None and max(config) > STATE_MASK:
-                    form = store.masks.get(mask_key(config, self._longest))
-        if form is None:
-            form = self._mask()
-        else:
-            self.last_source = "store"
-        form.fill(row)  # type: ignore[arg-type]
+        self._mask().fill(row)  # type: ignore[arg-type]
         if row.tail is not None:  # type: ignore[union-attr]
             row.clear_tail()  # type: ignore[union-attr]
 

@@ -50,7 +50,7 @@ from trgc.engine.framecache import DESCRIBE_ABOVE_NODES, entry_for, memory_key, 
 from trgc.engine.inputs import as_artifact, as_token_table
 from trgc.engine.kernel import Scratch, cold_mask, computed_entry, mask_words
 from trgc.engine.maskform import Dense, Form, Row
-from trgc.engine.maskstore import shared_store
+from trgc.engine.maskstore import MaskStore, shared_store
 from trgc.engine.precompute import FrameEntry, FrameMasks, plain_states
 from trgc.engine.slices import candidates
 from trgc.errors import TrgcError
@@ -211,13 +211,9 @@ class Matcher:
                 # a configuration without counters is its own key; one with counters that is a
                 # key is its own key too (keys are clipped: clipping it changes nothing), so
                 # `mask_key` is made only on a miss with counters
-                counted = max(config) > STATE_MASK
                 form = store.masks.get(config)
-                if form is None and counted:
-                    form = store.masks.get(mask_key(config, self._longest))
-                if form is None and store.pending:
-                    store.load_rest()
-                    form = store.masks.get(mask_key(config, self._longest) if counted else config)
+                if form is None:
+                    form = self._stored(store, config)
                 if form is not None:
                     self.last_source = "store"
                     return form
@@ -225,6 +221,16 @@ class Matcher:
         if words is not self._form_of:  # consecutive masks are often the same array
             self._form_of, self._form = words, Dense.of(words)
         return self._form
+
+    def _stored(self, store: MaskStore, config: tuple[int, ...]) -> Form | None:
+        """The store's mask of a configuration that is not its own key: keyed by its
+        `mask_key` when it has counters, and looked up again once the store's rest is loaded."""
+        key = mask_key(config, self._longest) if max(config) > STATE_MASK else config
+        form = store.masks.get(key) if key is not config else None
+        if form is None and store.pending:
+            store.load_rest()
+            form = store.masks.get(key)
+        return form
 
     def _words(self) -> np.ndarray:
         """The mask at the current configuration as uint32 words (read-only)."""

@@ -18,7 +18,9 @@ from trgc.engine.slices import default_slices, is_safe
 PIECES = [
     b"abc", b'a"', b"a\\", b"\xc3", b"\xc3\xa9", b"\xed\xa0\x80", b"\xc0\x80", b"\xf4\x90\x80\x80",
     b"\xf0\x9f\x98\x80", b"x" * 30, b"x" * 31, b"tab\there", b"\x7f", b" ", b"\n\t ", b" \r\n",
+    b"a\xe2\x80\xa8", b"\xe2\x80\xa9", b"\xe2\x80\xa6", b"\xe2\x80",
 ]  # fmt: skip
+LINE_SEPARATORS = {b"a\xe2\x80\xa8", b"\xe2\x80\xa9"}  # U+2028, U+2029: no regex `.` matches
 
 
 COUNTED_STRINGS = {
@@ -30,6 +32,13 @@ COUNTED_STRINGS = {
         "d": {"type": "array", "items": {"type": "string", "minLength": 2}, "maxItems": 3},
     },
     "required": ["a", "b"],
+}
+
+DOT_STRINGS = {  # a regex `.` matches no U+2028 or U+2029: the string slice is not safe there
+    "type": "object",
+    "properties": {"id": {"type": "string", "pattern": "^.+$"}},
+    "patternProperties": {"^.*$": {"type": "string"}},
+    "required": ["id"],
 }
 
 
@@ -55,7 +64,10 @@ def test_slice_membership():
         b"x" * 30,
         b"x" * 31,
         b" ",
+        *LINE_SEPARATORS,
+        b"\xe2\x80\xa6",
     }
+    assert member["string-dot"] == member["string"] - LINE_SEPARATORS
     assert member["string{1,30}"] == member["string"] - {b"x" * 31}
     assert member["string{1,10}"] == member["string"] - {b"x" * 31, b"x" * 30}
     assert member["whitespace"] == {b" ", b"\n\t ", b" \r\n"}
@@ -114,7 +126,9 @@ def _utf8_lower():
 @pytest.mark.parametrize(
     "vocab", ["tokenizers/llama3/tokenizer.json.zst", "tokenizers/synthetic/json-bytelevel"]
 )
-@pytest.mark.parametrize("grammar", ["json", "csv", "sexpr", "toolcall", "counted", "schema"])
+@pytest.mark.parametrize(
+    "grammar", ["json", "csv", "sexpr", "toolcall", "counted", "schema", "dot"]
+)
 def test_frame_entries_with_slices_equal_plain_walks(vocab, grammar):
     if grammar == "counted":  # JSON strings of 2..24 characters, separated by ","
         source = (
@@ -124,6 +138,8 @@ def test_frame_entries_with_slices_equal_plain_walks(vocab, grammar):
         art = trgc.compile_grammar(source)
     elif grammar == "schema":  # string bodies compiled as repeat machines the frame calls
         art = trgc.compile_schema(COUNTED_STRINGS)
+    elif grammar == "dot":
+        art = trgc.compile_schema(DOT_STRINGS)
     else:
         art = trgc.compile_grammar(
             (ROOT / "grammars" / f"{grammar}.trg").read_text(encoding="utf-8")
@@ -135,7 +151,8 @@ def test_frame_entries_with_slices_equal_plain_walks(vocab, grammar):
         assert err.code == "E_SPECIAL_TOKEN_MISSING"
         return
     scratch = Scratch(b)
-    used = through_call = 0
+    used = through_call = dot_only = 0
+    names = [s.name for s in default_slices()]
     letter = int(b.tables.byte_class[ord("a")])
     for key in reachable_keys(b.tables, b.trie_depth):
         g = key & STATE_MASK
@@ -149,8 +166,10 @@ def test_frame_entries_with_slices_equal_plain_walks(vocab, grammar):
         # a slice's height covers every string of the slice, so it may exceed the walk's
         assert (entry.open_roots == roots).all() and entry.height >= height, key
         used += any(safe)
+        dot_only += safe == [name == "string-dot" for name in names]
     assert used > 0
     assert through_call > 0 or grammar != "schema"
+    assert dot_only > 0 or grammar != "dot"  # states only the `.` slice fits: it is used
 
 
 def test_tokenizer_level_slice_tables_are_shared_per_tokenizer():

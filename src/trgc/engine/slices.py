@@ -26,7 +26,7 @@ from trgc.engine.config import Tables, unclip
 @dataclass(frozen=True, eq=False)
 class Slice:
     name: str
-    dfa: np.ndarray  # int8[8, 256]: slice state x byte -> slice state, -1 none; 0 = char boundary
+    dfa: np.ndarray  # int8[n, 256]: slice state x byte -> slice state, -1 none; 0 = char boundary
     max_chars: int  # 0 = unbounded
 
     @functools.cached_property
@@ -63,6 +63,20 @@ def _utf8_dfa(excluded: bytes) -> np.ndarray:
     return dfa
 
 
+def _without_line_separators(dfa: np.ndarray) -> np.ndarray:
+    """`dfa` (from `_utf8_dfa`) without U+2028 and U+2029 (E2 80 A8, E2 80 A9), the two
+    non-ASCII characters a regex `.` does not match (ECMA-262 line terminators): E2 gets a
+    state of its own (8), whose 80 leads to a last byte that is not A8 or A9 (9)."""
+    out = np.full((10, 256), -1, dtype=np.int8)
+    out[:8] = dfa
+    out[0, 0xE2] = 8
+    out[8, 0x80:0xC0] = 1
+    out[8, 0x80] = 9
+    out[9, 0x80:0xC0] = 0
+    out[9, 0xA8:0xAA] = -1
+    return out
+
+
 def _whitespace_dfa() -> np.ndarray:
     dfa = np.full((8, 256), -1, dtype=np.int8)
     dfa[0, [0x20, 0x0A, 0x0D, 0x09]] = 0
@@ -71,14 +85,18 @@ def _whitespace_dfa() -> np.ndarray:
 
 @functools.cache
 def default_slices() -> tuple[Slice, ...]:
-    """String bodies (unbounded, then at most 30 and 10 characters) and JSON whitespace, in
-    the order they are tried."""
+    """String bodies (unbounded, then at most 30 and 10 characters), JSON whitespace, and
+    string bodies without U+2028 and U+2029, in the order they are tried. The last is for
+    strings constrained by a regex `.` (`pattern: "^.+$"`, `patternProperties: {"^.*$": ...}`),
+    which matches neither: the string slice is not safe there, and without a slice the walk of
+    such a state spans the trie (1.5-2 ms on Llama-3 instead of 0.2 ms)."""
     text = _utf8_dfa(b'"\\' + bytes(range(0x20)) + b"\x7f")
     return (
         Slice("string", text, 0),
         Slice("string{1,30}", text, 30),
         Slice("string{1,10}", text, 10),
         Slice("whitespace", _whitespace_dfa(), 0),
+        Slice("string-dot", _without_line_separators(text), 0),
     )
 
 
@@ -199,10 +217,10 @@ FAIL = -1  # `_search`: not safe
 def _search(gnext, byte_class, accepting, is_repeat, rep_start, cost, need, dfa, max_chars,
             g, left, max_depth):  # fmt: skip
     """`is_safe` over the product automaton (see there); the height, or FAIL. `left < 0`: the
-    counter cannot run out within one token. A pair is `(restarts used * 8 + slice state) *
-    n_states + machine state`."""
+    counter cannot run out within one token. A pair is `(restarts used * slice states + slice
+    state) * n_states + machine state`."""
     n_states = gnext.shape[0]
-    width = 8 * n_states
+    width = dfa.shape[0] * n_states
     bounded = left >= 0
     height = cost[g] + need[g]
     work = [g]

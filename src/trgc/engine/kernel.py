@@ -428,10 +428,14 @@ def run_walk(
     roots: np.ndarray,
     frame_mode: bool,
     skip: np.ndarray | None,
+    trie: tuple[np.ndarray, ...] | None = None,
 ) -> tuple[int, int]:
     """`walk_trie` on trusted inputs (the engine's own calls): (open roots found, height). The
-    open roots are `scratch.open_roots[:n]`, valid until the scratch's next walk."""
+    open roots are `scratch.open_roots[:n]`, valid until the scratch's next walk. `trie`
+    replaces the tokenizer's trie (its arrays from `node_byte` to `token_ids`, in
+    `KernelTables` order: a tail trie, `trgc.engine.tails`)."""
     kt = scratch.kernel
+    arrays = kt.arrays if trie is None else (*kt.arrays[:4], *trie, kt.byte_token)
     n = len(keys)
     scratch.orig[:n] = keys
     params = scratch.params
@@ -442,7 +446,7 @@ def run_walk(
     io[:] = (0, -1, 0, 0)
     walk = _jitted()
     args = (
-        params, scratch.orig, _frozen(roots), *kt.arrays,
+        params, scratch.orig, _frozen(roots), *arrays,
         kt.byte_token if skip is None else _frozen(skip), scratch.lv, scratch.cells,
         scratch.path, scratch.ok_below, out_words, scratch.open_roots, io,
     )  # fmt: skip

@@ -46,6 +46,7 @@ from trgc.engine.config import (
 )
 from trgc.engine.kernel import Scratch, run_walk, walk_trie, whole_trie
 from trgc.engine.slices import candidates, default_slices, is_safe
+from trgc.engine.tails import Tails, after_members
 from trgc.errors import TrgcError
 from trgc.limits import DEFAULT_LIMITS, Limits, check_limit
 
@@ -76,6 +77,7 @@ def frame_entry(binding: Binding, key: int, scratch: Scratch) -> FrameEntry:
     maybe = binding._lazy.get("slice_candidates")
     if maybe is None:
         maybe = binding._lazy["slice_candidates"] = candidates(binding.tables)
+    after = None
     for k, piece in enumerate(default_slices()):
         safe = is_safe(binding.tables, key, piece, binding.trie_depth) if maybe[k, g] else None
         if safe is not None:
@@ -83,15 +85,39 @@ def frame_entry(binding: Binding, key: int, scratch: Scratch) -> FrameEntry:
             _, words, skip = tables.get(k)
             accept = words.copy()
             slice_height = safe
+            if piece.tails:
+                after = after_members(binding.tables, key, piece.dfa, binding.trie_depth)
             break
     else:
         accept = np.zeros(binding.n_words, dtype=np.uint32)
         skip = None
-    n_open, height = run_walk(binding, (key,), accept, scratch, whole_trie(), frame_mode, skip)
-    roots = scratch.open_roots[:n_open].copy()
+    if after is None:
+        n_open, height = run_walk(binding, (key,), accept, scratch, whole_trie(), frame_mode, skip)
+        roots = scratch.open_roots[:n_open].copy()
+    else:
+        tails = tables.raw.tails(k)
+        roots, height = _walk_tails(binding, key, after, tails, accept, scratch, frame_mode)
     height = max(height, slice_height)
     accept.flags.writeable = False
     return FrameEntry(accept, roots, height)
+
+
+def _walk_tails(binding: Binding, key: int, after: tuple, tails: Tails, accept: np.ndarray,
+                scratch: Scratch, frame_mode: bool) -> tuple[np.ndarray, int]:  # fmt: skip
+    """The rest of a slice-safe frame's entry by its tails (`trgc.engine.tails`): the tokens
+    without a head walked from the frame (every subtree without one skipped), those with one
+    by their tails from the frames `after` a member; (open roots, height)."""
+    n_open, height = run_walk(binding, (key,), accept, scratch, whole_trie(), frame_mode,
+                              tails.skip)  # fmt: skip
+    headless = scratch.open_roots[:n_open].copy()
+    n_open, tail_height = run_walk(binding, after, accept, scratch, whole_trie(), frame_mode,
+                                   None, tails.trie)  # fmt: skip
+    height = max(height, tail_height)
+    if not n_open:
+        return headless, height
+    tailed = tails.trie_nodes(scratch.open_roots[:n_open], binding.vocab)
+    # disjoint: a headless root starts with `"` or `\\`, a tailed one with a member character
+    return np.sort(np.concatenate((headless, tailed))), height
 
 
 def combine(

@@ -28,6 +28,7 @@ class Slice:
     name: str
     dfa: np.ndarray  # int8[n, 256]: slice state x byte -> slice state, -1 none; 0 = char boundary
     max_chars: int  # 0 = unbounded
+    tails: bool = False  # walk its non-members by their tails (`trgc.engine.tails`)
 
     @functools.cached_property
     def rows(self) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
@@ -92,11 +93,11 @@ def default_slices() -> tuple[Slice, ...]:
     such a state spans the trie (1.5-2 ms on Llama-3 instead of 0.2 ms)."""
     text = _utf8_dfa(b'"\\' + bytes(range(0x20)) + b"\x7f")
     return (
-        Slice("string", text, 0),
+        Slice("string", text, 0, tails=True),
         Slice("string{1,30}", text, 30),
         Slice("string{1,10}", text, 10),
         Slice("whitespace", _whitespace_dfa(), 0),
-        Slice("string-dot", _without_line_separators(text), 0),
+        Slice("string-dot", _without_line_separators(text), 0, tails=True),
     )
 
 
@@ -143,17 +144,53 @@ def _jitted():
 
 @dataclass(frozen=True, eq=False)
 class RawSlices:
-    """The tokenizer-level part, valid for every artifact bound to the tokenizer: per distinct
-    slice automaton, each token's character count (`NOT_MEMBER` if it is not a member) and
-    per trie node the largest count in its subtree."""
+    """The tokenizer-level part, valid for every artifact bound to the tokenizer, each slice
+    automaton's built on first use (one pass over token bytes and one over trie nodes; the
+    bounded string slices share the unbounded one's): each token's character count
+    (`NOT_MEMBER` if it is not a member), per trie node the largest count in its subtree, and
+    an unbounded slice's tails (`trgc.engine.tails`). Every token of the trie counts
+    (`has_bytes`), so nothing here depends on the artifact."""
 
-    counts: tuple[np.ndarray, ...]  # int32[V], one per slice (shared arrays for one automaton)
-    submax: tuple[np.ndarray, ...]  # int32[n_nodes]
+    vocab: object  # the tokenizer's `VocabTables`
+    _by_dfa: dict = field(default_factory=dict, repr=False)
+    _tails: dict = field(default_factory=dict, repr=False)
+
+    def counts(self, k: int) -> np.ndarray:
+        """int32[V]: characters of each token if it spells slice `k`'s characters only."""
+        return self._of(k)[0]
+
+    def submax(self, k: int) -> np.ndarray:
+        """int32[n_nodes]: the largest `counts(k)` in each trie node's subtree."""
+        return self._of(k)[1]
+
+    def _of(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        dfa = default_slices()[k].dfa
+        found = self._by_dfa.get(id(dfa))
+        if found is None:
+            cancellation_checkpoint()
+            vocab = self.vocab
+            counts_fn, subtree_fn = _jitted()
+            counts = np.empty(vocab.vocab_size, dtype=np.int32)
+            counts_fn(vocab.offsets, vocab.data, dfa, vocab.has_bytes, counts)
+            submax = np.empty(vocab.node_byte.shape[0], dtype=np.int32)
+            subtree_fn(counts, vocab.token_start, vocab.token_ids, vocab.parent, submax)
+            found = self._by_dfa.setdefault(id(dfa), (counts, submax))
+        return found
+
+    def tails(self, k: int):
+        """The `trgc.engine.tails.Tails` of slice `k`, an unbounded one."""
+        found = self._tails.get(k)
+        if found is None:
+            from trgc.engine.tails import build_tails
+
+            member = self.counts(k) != NOT_MEMBER
+            dfa = default_slices()[k].dfa
+            found = self._tails.setdefault(k, build_tails(self.vocab, dfa, member))
+        return found
 
     @property
     def nbytes(self) -> int:
-        unique = {id(a): a for a in (*self.counts, *self.submax)}
-        return int(sum(a.nbytes for a in unique.values()))
+        return int(sum(a.nbytes for pair in self._by_dfa.values() for a in pair))
 
 
 @dataclass(frozen=True, eq=False)
@@ -180,30 +217,14 @@ class SliceTables:
         found = self._done.get(k)
         if found is None:
             limit = self.slices[k].max_chars or NOT_MEMBER - 1
-            member = self.byte_token & (self.raw.counts[k] <= limit)
-            found = self._done[k] = (member, pack(member), self.raw.submax[k] <= limit)
+            member = self.byte_token & (self.raw.counts(k) <= limit)
+            found = self._done[k] = (member, pack(member), self.raw.submax(k) <= limit)
         return found
 
 
 def build_raw(vocab) -> RawSlices:
-    """One pass over token bytes and one over trie nodes per distinct slice automaton (the
-    bounded string slices share the unbounded one's counts), over a tokenizer's `VocabTables`.
-    Every token of the trie counts (`has_bytes`), so the result does not depend on the
-    artifact."""
-    counts_fn, subtree_fn = _jitted()
-    by_dfa: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-    counts_out, submax_out = [], []
-    for s in default_slices():
-        cancellation_checkpoint()
-        if id(s.dfa) not in by_dfa:
-            counts = np.empty(vocab.vocab_size, dtype=np.int32)
-            counts_fn(vocab.offsets, vocab.data, s.dfa, vocab.has_bytes, counts)
-            submax = np.empty(vocab.node_byte.shape[0], dtype=np.int32)
-            subtree_fn(counts, vocab.token_start, vocab.token_ids, vocab.parent, submax)
-            by_dfa[id(s.dfa)] = (counts, submax)
-        counts_out.append(by_dfa[id(s.dfa)][0])
-        submax_out.append(by_dfa[id(s.dfa)][1])
-    return RawSlices(tuple(counts_out), tuple(submax_out))
+    """The `RawSlices` of a tokenizer's `VocabTables` (its tables built as slices are used)."""
+    return RawSlices(vocab)
 
 
 def specialise(raw: RawSlices, byte_token: np.ndarray) -> SliceTables:

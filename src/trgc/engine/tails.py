@@ -1,0 +1,283 @@
+"""Slice tails: the tokens of a slice-safe state that are not members, walked from where their
+member beginning leaves the frame.
+
+Inside a JSON string the string slice (`trgc.engine.slices`) accepts ~95% of a vocabulary at
+once, but its frame walk still visits every trie node above a token that is not a member:
+`name":"`, `text\\n`, `ab\\xe1` are members up to a character boundary and something else after
+it. On Llama-3 that is ~12,000 nodes, most of a string state's 0.2 ms entry.
+
+Split a token that is not a member into its *head*, the longest beginning made of whole member
+characters, and its *tail*, the rest. When every non-empty member string takes the frame to the
+same frames (`after_members`: a fixed point such as `[^"\\\\]*`, up to counters that cannot
+run out within one token), a token with a non-empty head is allowed exactly when its tail is
+allowed from those frames. So the state's entry is
+
+  * the members (the slice's words),
+  * the tokens with a non-empty head: one walk of the *tail trie* (the distinct tails of the
+    tokenizer, ~940 nodes on Llama-3), from the frames after a member, every tail node's
+    tokens set at once,
+  * the tokens without one (`"`, `\\`, control and partial characters first): a walk of the
+    tokenizer's trie from the state that skips every subtree holding none of them.
+
+An open tail node (the frame returns within the tail) stands for the trie node of each of its
+tokens at the same place (`Tails.trie_nodes`), which is where the plain walk finds it open, so
+the entry is the plain walk's (tests compare them). The tail tries depend on the tokenizer and
+the slice alone: built once per tokenizer, on the first state that uses them.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+
+from trgc.engine.config import Tables, unclip
+
+
+@dataclass(frozen=True, eq=False)
+class Tails:
+    """The tail trie of one slice over one tokenizer (arrays laid out as `VocabTables`'s trie:
+    preorder, children by byte; every node holding tokens has `node_tok` -2, so the walk checks
+    each token against the binding's byte tokens) and, over the tokenizer's trie, `lone`: no
+    token in the subtree lacks a head (or is a member)."""
+
+    node_byte: np.ndarray  # uint8[n]
+    node_depth: np.ndarray  # int32[n]
+    subtree_end: np.ndarray  # int32[n]
+    parent: np.ndarray  # int32[n]
+    node_tok: np.ndarray  # int32[n]: -2 where tokens end, else -1
+    token_start: np.ndarray  # int32[n + 1]
+    token_ids: np.ndarray  # int32: real token ids, grouped by the tail node they end at
+    head: np.ndarray  # int32[V]: bytes of a token's head (0: none, or a member)
+    skip: np.ndarray  # bool[trie nodes]: the subtree holds no token without a head
+
+    @property
+    def trie(self) -> tuple[np.ndarray, ...]:
+        """The arrays a walk reads in place of the tokenizer's trie (`kernel.run_walk`)."""
+        return (self.node_byte, self.node_depth, self.subtree_end, self.parent, self.node_tok,
+                self.token_start, self.token_ids)  # fmt: skip
+
+    def trie_nodes(self, tail_nodes: np.ndarray, vocab) -> np.ndarray:
+        """Sorted trie nodes standing for the open tail nodes `tail_nodes`: for each token
+        below one, its trie node at the tail node's place (head bytes + the tail node's depth)."""
+        if not tail_nodes.size:
+            return tail_nodes.astype(np.int32)
+        ends = self.token_start[self.subtree_end[tail_nodes]] - self.token_start[tail_nodes]
+        out = np.empty(int(ends.sum()), dtype=np.int32)
+        n = _jitted()[3](tail_nodes, self.token_start, self.subtree_end, self.node_depth,
+                         self.token_ids, self.head, vocab.node_of, vocab.node_depth, vocab.parent,
+                         out)  # fmt: skip
+        return out[:n]
+
+
+def _places(tail_nodes, token_start, subtree_end, tail_depth, token_ids, head, node_of,
+            node_depth, parent, out):  # fmt: skip
+    """`Tails.trie_nodes` into `out`, sorted and distinct; how many: per token below each
+    tail node, the ancestor of its trie node at depth `head + the tail node's depth`."""
+    n = 0
+    for u in tail_nodes:
+        for j in range(token_start[u], token_start[subtree_end[u]]):
+            t = token_ids[j]
+            node = node_of[t]
+            place = head[t] + tail_depth[u]
+            while node_depth[node] > place:
+                node = parent[node]
+            out[n] = node
+            n += 1
+    out[:n].sort()
+    kept = 0
+    for i in range(n):
+        if kept == 0 or out[i] != out[kept - 1]:
+            out[kept] = out[i]
+            kept += 1
+    return kept
+
+
+def _heads(offsets, data, dfa, has_bytes, out):
+    """Per token, the bytes of its longest beginning made of whole slice characters, when the
+    token is not all slice characters (0 otherwise, and for tokens without bytes)."""
+    for t in range(offsets.shape[0] - 1):
+        out[t] = 0
+        if not has_bytes[t]:
+            continue
+        state = 0
+        last = 0
+        whole = True
+        for p in range(offsets[t], offsets[t + 1]):
+            state = dfa[state, data[p]]
+            if state < 0:
+                whole = False
+                break
+            if state == 0:
+                last = p + 1 - offsets[t]
+        if not (whole and state == 0):
+            out[t] = last
+
+
+def _without_headless(has_headless, parent, out):
+    """`out[i]`: no token in node i's subtree is in `has_headless` (children follow parents
+    in preorder, so one backward pass)."""
+    n = out.shape[0]
+    for i in range(n):
+        out[i] = not has_headless[i]
+    for i in range(n - 1, 0, -1):
+        if not out[i]:
+            out[parent[i]] = False
+
+
+@functools.cache
+def _jitted():
+    from numba import njit
+
+    return tuple(njit(cache=True, nogil=True)(f)
+                 for f in (_heads, _without_headless, _boundary, _places))  # fmt: skip
+
+
+def build_tails(vocab, dfa: np.ndarray, member: np.ndarray) -> Tails:
+    """The `Tails` of the slice automaton `dfa` whose members over `vocab` are `member`."""
+    heads_fn, headless_fn = _jitted()[:2]
+    head = np.empty(vocab.vocab_size, dtype=np.int32)
+    heads_fn(vocab.offsets, vocab.data, dfa, vocab.has_bytes, head)
+    in_trie = vocab.node_of >= 0
+    headless = in_trie & ~member & (head == 0)
+    marked = np.zeros(vocab.node_byte.shape[0], dtype=np.bool_)
+    marked[vocab.node_of[headless]] = True
+    skip = np.empty(vocab.node_byte.shape[0], dtype=np.bool_)
+    headless_fn(marked, vocab.parent, skip)
+    tailed = np.flatnonzero(in_trie & ~member & (head > 0))
+    tails = [vocab.data[vocab.offsets[t] + head[t] : vocab.offsets[t + 1]].tobytes()
+             for t in tailed.tolist()]  # fmt: skip
+    arrays = _tail_trie(tails, tailed)
+    for a in (*arrays, head, skip):
+        a.flags.writeable = False
+    return Tails(*arrays, head, skip)
+
+
+def _tail_trie(tails: list[bytes], tokens: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Trie arrays (preorder, children by byte) of the byte strings `tails`, the token
+    `tokens[i]` ending at the node of `tails[i]`."""
+    order = sorted(range(len(tails)), key=tails.__getitem__)
+    node_byte, node_depth, parent = [0], [0], [-1]
+    ends: list[list[int]] = [[]]
+    path = [0]  # path[d]: the node at depth d of the previous tail
+    previous = b""
+    for i in order:
+        tail = tails[i]
+        if tail != previous:
+            common = 0
+            while common < min(len(tail), len(previous)) and tail[common] == previous[common]:
+                common += 1
+            del path[common + 1 :]
+            for d in range(common, len(tail)):
+                path.append(len(node_byte))
+                node_byte.append(tail[d])
+                node_depth.append(d + 1)
+                parent.append(path[d])
+                ends.append([])
+            previous = tail
+        ends[path[len(tail)]].append(int(tokens[i]))
+    n = len(node_byte)
+    subtree_end = list(range(1, n + 1))
+    for i in range(n - 1, 0, -1):
+        subtree_end[parent[i]] = max(subtree_end[parent[i]], subtree_end[i])
+    counts = np.array([len(e) for e in ends], dtype=np.int32)
+    token_start = np.zeros(n + 1, dtype=np.int32)
+    np.cumsum(counts, out=token_start[1:])
+    return (
+        np.array(node_byte, dtype=np.uint8),
+        np.array(node_depth, dtype=np.int32),
+        np.array(subtree_end, dtype=np.int32),
+        np.array(parent, dtype=np.int32),
+        np.where(counts > 0, -2, -1).astype(np.int32),
+        token_start,
+        np.array([t for e in ends for t in e], dtype=np.int32),
+    )
+
+
+SEVERAL = -1  # `_boundary`: member strings end in different places (or leave the machine)
+
+
+def _boundary(gnext, byte_class, accepting, is_repeat, rep_start, dfa, g, needed):
+    """Where every non-empty member string of the slice `dfa` takes a frame at state `g` by
+    shifts and restarts of its own counted repetition: `state * (needed + 1) + restarts`
+    (restarts counted up to `needed`, all that the frame's counters show of them when it has
+    iterations enough), or SEVERAL. A pair is `(restarts * slice states + slice state) *
+    n_states + state`."""
+    n_states = gnext.shape[0]
+    width = dfa.shape[0] * n_states
+    found = SEVERAL
+    seen = {g}
+    work = [g]
+    while len(work):
+        pair = work.pop()
+        used = pair // width
+        rest = pair % width
+        ss = rest // n_states
+        state = rest % n_states
+        for b in range(256):
+            nss = np.int64(dfa[ss, b])
+            if nss < 0:
+                continue
+            sym = byte_class[b]
+            a = np.int64(gnext[state, sym])
+            more = used
+            if a == -1 and is_repeat[state] and accepting[state]:
+                a = np.int64(gnext[rep_start[state], sym])
+                more = min(used + 1, needed)
+            if a < 0:
+                return SEVERAL
+            if nss == 0:
+                code = a * (needed + 1) + more
+                if found == SEVERAL:
+                    found = code
+                elif found != code:
+                    return SEVERAL
+            nxt = (more * dfa.shape[0] + nss) * n_states + a
+            if nxt not in seen:
+                seen.add(nxt)
+                work.append(nxt)
+    return found
+
+
+def after_members(tables: Tables, key: int, dfa: np.ndarray, longest: int) -> tuple | None:
+    """The frame keys (bottom first) that every non-empty member string of an unbounded slice
+    takes the top frame `key` to, when the slice is safe there (`slices.is_safe`) and they are
+    the same for every member; else None.
+
+    Counters: restarts are counted up to the frame's `needed`; `left` must be unlimited within
+    one token (at least `longest`), and the frames after a member get `longest` again: a tail
+    has at most `longest - 1` bytes, so it cannot exhaust a counter left with at least that
+    many, whichever member came before. As in `is_safe`, a frame that calls one repeat machine
+    on every first byte of a member (a string body with `minLength`) is followed into it: the
+    frames are then its return state and the repeat machine's."""
+    g, left, needed = unclip(key)
+    boundary = _jitted()[2]
+    if not tables.is_repeat[g] or left >= longest:
+        code = _search(boundary, tables, g, needed, dfa)
+        if code is not None:
+            state, restarts = divmod(code, needed + 1)
+            counters = (longest << 32 | (needed - restarts) << 48) if tables.is_repeat[state] else 0
+            return (state | counters,)
+    firsts = np.flatnonzero(dfa[0] >= 0)
+    actions = tables.next[g, tables.byte_class[firsts]]
+    if not actions.size or actions[0] > -2 or (actions != actions[0]).any():
+        return None
+    k = -2 - int(actions[0])
+    callee, ret = (int(v) for v in tables.calls[k])
+    inner_left, inner_needed = (int(v) for v in tables.call_entry[k])
+    inner_needed = min(inner_needed, longest + 1)
+    if tables.is_repeat[callee] and inner_left < longest:
+        return None
+    code = _search(boundary, tables, callee, inner_needed, dfa)
+    if code is None:
+        return None
+    state, restarts = divmod(code, inner_needed + 1)
+    counters = (longest << 32 | (inner_needed - restarts) << 48) if tables.is_repeat[state] else 0
+    return (ret | (key - g), state | counters)
+
+
+def _search(boundary, tables: Tables, g: int, needed: int, dfa: np.ndarray) -> int | None:
+    code = boundary(tables.next, tables.byte_class, tables.accepting, tables.is_repeat,
+                    tables.rep_start, dfa, g, needed)  # fmt: skip
+    return None if code == SEVERAL else int(code)

@@ -78,8 +78,26 @@ TOKENIZERS = {
 }
 ENGINES = ("trgc", "trgc-warm", "llguidance", "xgrammar")
 DISK_CACHE_PARAMETER = "disk_cache"  # the Matcher keyword the warm-cache engine needs
-WARMUP_SCHEMA = {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "integer"}}, "required": ["a", "b"]}  # fmt: skip
-WARMUP_INSTANCE = {"a": "warm up", "b": 42}
+# a string with minLength (a body the frame calls), a string under a regex `.`, one closing a
+# nested object: every engine's first calls and every per-tokenizer table trgc builds on first
+# use (its slices and their tails) happen here, as the peers build theirs with their tokenizer
+WARMUP_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "a": {"type": "string", "minLength": 1},
+        "b": {"type": "integer"},
+        "c": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"d": {"type": "string", "pattern": "^.*$"}},
+                "required": ["d"],
+            },
+        },
+    },
+    "required": ["a", "b", "c"],
+}
+WARMUP_INSTANCE = {"a": "warm up", "b": 42, "c": [{"d": "x y"}, {"d": "z"}]}
 
 
 def progress(message: str) -> None:

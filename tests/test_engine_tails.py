@@ -10,14 +10,17 @@ import numpy as np
 import pytest
 
 import trgc
-from engine_fixtures import ROOT, make_tokenizer
-from trgc.engine import precompute
+from engine_fixtures import ROOT, make_tokenizer, matches_reference
+from test_engine_scale import longest_match
+from trgc.engine import kernel, precompute
 from trgc.engine.binding import bind
 from trgc.engine.config import START, STATE_MASK, frame_key, step_bytes
 from trgc.engine.kernel import Scratch, walk_trie
+from trgc.engine.matcher import Matcher
 from trgc.engine.precompute import frame_entry, reachable_keys
 from trgc.engine.slices import default_slices, is_safe
 from trgc.engine.tails import after_members
+from trgc.grammar.schema.canonical import canonical_instance
 
 TOKENS = [
     b"abc", b'ab"', b'ab",', b'"', b'",', b'"}', b'x"}]', b"x\xe1", b"\xe1", b"\xe1\xbb",
@@ -30,6 +33,14 @@ DOT = 4  # and of the string characters a regex `.` matches
 @functools.cache
 def table():
     return make_tokenizer([*TOKENS, None], specials={"<eos>": len(TOKENS)}, eos=(len(TOKENS),))
+
+
+@functools.cache
+def byte_table():
+    """Every single byte, then `TOKENS` and a few tails that close a string and an object."""
+    pieces = [bytes([b]) for b in range(256)]
+    pieces += [t for t in (*TOKENS, b'a"}', b'e"},', b'ce"}]', b'x"},{"') if t not in pieces]
+    return make_tokenizer([*pieces, None], specials={"<eos>": len(pieces)}, eos=(len(pieces),))
 
 
 def _members(dfa: np.ndarray, data: bytes) -> tuple[bool, int]:
@@ -123,10 +134,10 @@ def test_entries_by_tails_equal_plain_walks(vocab, monkeypatch):
     used = {"frames": [], "open": 0}
     walk_tails = precompute._walk_tails
 
-    def counting(binding, key, after, tails, accept, scratch, frame_mode):
-        roots, height = walk_tails(binding, key, after, tails, accept, scratch, frame_mode)
+    def counting(binding, key, after, k, accept, scratch, frame_mode):
+        found = walk_tails(binding, key, after, k, accept, scratch, frame_mode)
         used["frames"].append(len(after))
-        return roots, height
+        return found
 
     monkeypatch.setattr(precompute, "_walk_tails", counting)
     original = type(b.slices().raw.tails(STRING)).trie_nodes
@@ -147,3 +158,58 @@ def test_entries_by_tails_equal_plain_walks(vocab, monkeypatch):
     # tails returned from the object (open), standing for trie nodes
     assert 1 in used["frames"] and 2 in used["frames"], used
     assert used["open"] > 0
+
+
+NESTED_INSTANCE = [
+    {"name": "Ada Lovelace", "note": 'said "hi"\n', "tag": "x"},
+    {"name": "é", "tag": "a b"},
+    {"name": "Grace"},
+]
+
+
+@pytest.mark.parametrize("vocab", ["tokenizers/llama3/tokenizer.json.zst", "bytes"])
+def test_live_masks_walk_open_tails_from_the_stack(vocab, monkeypatch):
+    """A matcher whose entries have open tails walks them in the tail trie from the live stack
+    (`Matcher._open_tails`): its masks equal a full kernel walk at every step of a forced
+    instance and of a seeded walk, and the reference on samples (the whole vocabulary at some
+    steps)."""
+    tok = byte_table() if vocab == "bytes" else trgc.load_tokenizer(ROOT / vocab)
+    art = trgc.compile_schema(NESTED, separators="compact")
+    used = {"tails": 0, "called": 0}
+    open_tails = Matcher._open_tails
+
+    def counting(self, entry, top):
+        found = open_tails(self, entry, top)
+        used["tails"] += found is not None
+        used["called"] += found is not None and len(found[0]) == 2  # into a string body
+        return found
+
+    monkeypatch.setattr(Matcher, "_open_tails", counting)
+    rng = np.random.default_rng(7)
+    m = Matcher(art, tok)
+    b = m._binding
+    doc = canonical_instance(NESTED, NESTED_INSTANCE, "compact")
+    forced = longest_match(tok, b.byte_token, doc)
+    assert forced is not None
+    walker = Matcher(art, tok)
+    steps = 0
+    for i in range(len(forced) + 40):
+        config = walker.config
+        if config is None:
+            break
+        m._history = [config]
+        mask = m.allowed_tokens()
+        assert (mask == kernel.allowed_mask(b, config)).all(), i
+        matches_reference(b, config, mask, rng, whole=i % 17 == 5)
+        steps += 1
+        if i < len(forced):
+            token = forced[i]
+        else:
+            choices = np.flatnonzero(mask & b.byte_token)
+            if not choices.size:
+                break
+            token = int(rng.choice(choices))
+        walker.advance(token)
+    assert steps > len(forced) // 2
+    assert used["tails"] > 0
+    assert used["called"] > 0 or vocab != "bytes"  # Llama-3 has no `ab"}`-like token

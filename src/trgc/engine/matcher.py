@@ -48,11 +48,20 @@ from trgc.engine.config import (
 from trgc.engine.diskcache import DiskCache
 from trgc.engine.framecache import DESCRIBE_ABOVE_NODES, entry_for, memory_key, walk_bound
 from trgc.engine.inputs import as_artifact, as_token_table
-from trgc.engine.kernel import Scratch, cold_mask, computed_entry, mask_words
+from trgc.engine.kernel import (
+    PH_FULL,
+    Scratch,
+    cold_mask,
+    computed_entry,
+    mask_words,
+    phases_run,
+    run_walk,
+)
 from trgc.engine.maskform import Dense, Form, Row
 from trgc.engine.maskstore import MaskStore, shared_store
 from trgc.engine.precompute import FrameEntry, FrameMasks, plain_states
-from trgc.engine.slices import candidates
+from trgc.engine.slices import candidates, default_slices
+from trgc.engine.tails import after_members
 from trgc.errors import TrgcError
 
 FORCED_BYTES_LIMIT = 4096
@@ -300,15 +309,41 @@ class Matcher:
                     return entry.accept  # the whole mask, as a direct row is (`DirectRows`)
         scratch = self._scratch
         words = np.empty(self._n_words, dtype=np.uint32)
-        direct = cold_mask(scratch, keys, words, entry, fresh)
+        tails = None if entry is None or len(config) == 1 else self._open_tails(entry, top)
+        known = entry if tails is None else FrameEntry(entry.accept, tails[1], entry.height)
+        direct = cold_mask(scratch, keys, words, known, fresh)
         if fresh is not None:
             roots, height = computed_entry(scratch)
             fresh.flags.writeable = False
             entry = FrameEntry(fresh, roots, height)
             self._cache.put(memory, entry, entry.nbytes)
+        if tails is not None and PH_FULL not in phases_run(scratch):
+            if direct:
+                words[:] = entry.accept
+                direct = False
+            after, _, nodes, trie = tails
+            run_walk(binding, (*keys[:-1], *after), words, scratch, nodes, False, None, trie)
         if direct:
             return entry.accept  # type: ignore[union-attr]
         return self._cache.put(key, words, words.nbytes)
+
+    def _open_tails(self, entry: FrameEntry, top: int) -> tuple | None:
+        """(frames after a member, headless open roots, open tail nodes, tail trie) when the
+        entry of top frame key `top` has open tails (`precompute.OpenTails`) and the frames
+        after a member are known here: the live stack then walks a few tail nodes instead of
+        a trie node per token below them. The frames are this binding's, memoised per key."""
+        found = entry.tails
+        if found is None:
+            return None
+        binding = self._binding
+        memo = binding._lazy.setdefault("after_members", {})
+        after = memo.get((found.k, top), False)
+        if after is False:
+            dfa = default_slices()[found.k].dfa
+            after = memo[(found.k, top)] = after_members(binding.tables, top, dfa, self._longest)
+        if after is None:
+            return None
+        return after, found.headless, found.nodes, binding.slices().raw.tails(found.k).trie
 
     def allowed_tokens(self) -> np.ndarray:
         """bool[vocab_size]: the tokens allowed next."""

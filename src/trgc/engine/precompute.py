@@ -46,7 +46,7 @@ from trgc.engine.config import (
 )
 from trgc.engine.kernel import Scratch, run_walk, walk_trie, whole_trie
 from trgc.engine.slices import candidates, default_slices, is_safe
-from trgc.engine.tails import Tails, after_members
+from trgc.engine.tails import after_members
 from trgc.errors import TrgcError
 from trgc.limits import DEFAULT_LIMITS, Limits, check_limit
 
@@ -60,10 +60,30 @@ class FrameEntry:
     accept: np.ndarray  # uint32 words (read-only)
     open_roots: np.ndarray  # int32 trie nodes whose subtrees need the live stack
     height: int  # highest stack, in rule frames, that any accepted token reaches
+    tails: OpenTails | None = None  # the same roots by their tails (in memory only)
 
     @property
     def nbytes(self) -> int:
-        return int(self.accept.nbytes + self.open_roots.nbytes)
+        extra = 0 if self.tails is None else self.tails.nbytes
+        return int(self.accept.nbytes + self.open_roots.nbytes + extra)
+
+
+@dataclass(frozen=True, eq=False)
+class OpenTails:
+    """An entry walked by its tails whose tail walk found open tail nodes: its open roots are
+    `headless` plus, for each of `nodes`, one trie node per token below it (often a thousand
+    nodes for a few tails: every token with `"` inside a string body that returns at `"`). A
+    live stack walks `nodes` in the tail trie of slice `k` from the frames after a member
+    instead (`Matcher._compute`). Those frames are recomputed for the binding at hand: an
+    entry is shared by residual across artifacts, and its tails with it."""
+
+    k: int  # the slice
+    nodes: np.ndarray  # int32 open tail nodes, preorder
+    headless: np.ndarray  # int32 open trie nodes of the tokens without a head
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.nodes.nbytes + self.headless.nbytes)
 
 
 def frame_entry(binding: Binding, key: int, scratch: Scratch) -> FrameEntry:
@@ -91,22 +111,25 @@ def frame_entry(binding: Binding, key: int, scratch: Scratch) -> FrameEntry:
     else:
         accept = np.zeros(binding.n_words, dtype=np.uint32)
         skip = None
+    open_tails = None
     if after is None:
         n_open, height = run_walk(binding, (key,), accept, scratch, whole_trie(), frame_mode, skip)
         roots = scratch.open_roots[:n_open].copy()
     else:
-        tails = tables.raw.tails(k)
-        roots, height = _walk_tails(binding, key, after, tails, accept, scratch, frame_mode)
+        roots, height, open_tails = _walk_tails(binding, key, after, k, accept, scratch,
+                                                frame_mode)  # fmt: skip
     height = max(height, slice_height)
     accept.flags.writeable = False
-    return FrameEntry(accept, roots, height)
+    return FrameEntry(accept, roots, height, open_tails)
 
 
-def _walk_tails(binding: Binding, key: int, after: tuple, tails: Tails, accept: np.ndarray,
-                scratch: Scratch, frame_mode: bool) -> tuple[np.ndarray, int]:  # fmt: skip
-    """The rest of a slice-safe frame's entry by its tails (`trgc.engine.tails`): the tokens
-    without a head walked from the frame (every subtree without one skipped), those with one
-    by their tails from the frames `after` a member; (open roots, height)."""
+def _walk_tails(binding: Binding, key: int, after: tuple, k: int, accept: np.ndarray,
+                scratch: Scratch, frame_mode: bool) -> tuple[np.ndarray, int, OpenTails | None]:  # fmt: skip
+    """The rest of a slice-safe frame's entry by the tails of slice `k` (`trgc.engine.tails`):
+    the tokens without a head walked from the frame (every subtree without one skipped), those
+    with one by their tails from the frames `after` a member; (open roots, height, the open
+    tails when there are any)."""
+    tails = binding.slices().raw.tails(k)
     n_open, height = run_walk(binding, (key,), accept, scratch, whole_trie(), frame_mode,
                               tails.skip)  # fmt: skip
     headless = scratch.open_roots[:n_open].copy()
@@ -114,10 +137,14 @@ def _walk_tails(binding: Binding, key: int, after: tuple, tails: Tails, accept: 
                                    None, tails.trie)  # fmt: skip
     height = max(height, tail_height)
     if not n_open:
-        return headless, height
-    tailed = tails.trie_nodes(scratch.open_roots[:n_open], binding.vocab)
+        return headless, height, None
+    nodes = scratch.open_roots[:n_open].copy()
+    tailed = tails.trie_nodes(nodes, binding.vocab)
     # disjoint: a headless root starts with `"` or `\\`, a tailed one with a member character
-    return np.sort(np.concatenate((headless, tailed))), height
+    roots = np.sort(np.concatenate((headless, tailed)))
+    for a in (nodes, headless, roots):
+        a.flags.writeable = False
+    return roots, height, OpenTails(k, nodes, headless)
 
 
 def combine(

@@ -104,12 +104,15 @@ def default_slices() -> tuple[Slice, ...]:
 NOT_MEMBER = np.iinfo(np.int32).max
 
 
-def _counts(offsets, data, dfa, has_bytes, out):
+def _counts(offsets, data, dfa, has_bytes, out, heads):
     """Characters of each token that spells slice characters only; NOT_MEMBER otherwise, 0 for
-    tokens without bytes (neutral: they are not in the trie)."""
+    tokens without bytes (neutral: they are not in the trie). `heads`: for a token that is not
+    a member, the bytes of its longest beginning made of whole slice characters (its *head*,
+    `trgc.engine.tails`), else 0."""
     for t in range(offsets.shape[0] - 1):
+        out[t] = 0
+        heads[t] = 0
         if not has_bytes[t]:
-            out[t] = 0
             continue
         state = 0
         chars = 0
@@ -119,7 +122,12 @@ def _counts(offsets, data, dfa, has_bytes, out):
                 break
             if state == 0:
                 chars += 1
-        out[t] = chars if state == 0 and chars > 0 else NOT_MEMBER
+                heads[t] = p + 1 - offsets[t]
+        if state == 0 and chars > 0:
+            out[t] = chars
+            heads[t] = 0
+        else:
+            out[t] = NOT_MEMBER
 
 
 def _subtree_max(counts, token_start, token_ids, parent, out):
@@ -163,7 +171,8 @@ class RawSlices:
         """int32[n_nodes]: the largest `counts(k)` in each trie node's subtree."""
         return self._of(k)[1]
 
-    def _of(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+    def _of(self, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(counts, submax, heads) of slice `k`'s automaton."""
         dfa = default_slices()[k].dfa
         found = self._by_dfa.get(id(dfa))
         if found is None:
@@ -171,10 +180,11 @@ class RawSlices:
             vocab = self.vocab
             counts_fn, subtree_fn = _jitted()
             counts = np.empty(vocab.vocab_size, dtype=np.int32)
-            counts_fn(vocab.offsets, vocab.data, dfa, vocab.has_bytes, counts)
+            heads = np.empty(vocab.vocab_size, dtype=np.int32)
+            counts_fn(vocab.offsets, vocab.data, dfa, vocab.has_bytes, counts, heads)
             submax = np.empty(vocab.node_byte.shape[0], dtype=np.int32)
             subtree_fn(counts, vocab.token_start, vocab.token_ids, vocab.parent, submax)
-            found = self._by_dfa.setdefault(id(dfa), (counts, submax))
+            found = self._by_dfa.setdefault(id(dfa), (counts, submax, heads))
         return found
 
     def tails(self, k: int):
@@ -183,14 +193,13 @@ class RawSlices:
         if found is None:
             from trgc.engine.tails import build_tails
 
-            member = self.counts(k) != NOT_MEMBER
-            dfa = default_slices()[k].dfa
-            found = self._tails.setdefault(k, build_tails(self.vocab, dfa, member))
+            counts, _, heads = self._of(k)
+            found = self._tails.setdefault(k, build_tails(self.vocab, counts != NOT_MEMBER, heads))
         return found
 
     @property
     def nbytes(self) -> int:
-        return int(sum(a.nbytes for pair in self._by_dfa.values() for a in pair))
+        return int(sum(a.nbytes for arrays in self._by_dfa.values() for a in arrays))
 
 
 @dataclass(frozen=True, eq=False)

@@ -65,7 +65,7 @@ class Tails:
             return tail_nodes.astype(np.int32)
         ends = self.token_start[self.subtree_end[tail_nodes]] - self.token_start[tail_nodes]
         out = np.empty(int(ends.sum()), dtype=np.int32)
-        n = _jitted()[3](tail_nodes, self.token_start, self.subtree_end, self.node_depth,
+        n = _jitted()[2](tail_nodes, self.token_start, self.subtree_end, self.node_depth,
                          self.token_ids, self.head, vocab.node_of, vocab.node_depth, vocab.parent,
                          out)  # fmt: skip
         return out[:n]
@@ -94,27 +94,6 @@ def _places(tail_nodes, token_start, subtree_end, tail_depth, token_ids, head, n
     return kept
 
 
-def _heads(offsets, data, dfa, has_bytes, out):
-    """Per token, the bytes of its longest beginning made of whole slice characters, when the
-    token is not all slice characters (0 otherwise, and for tokens without bytes)."""
-    for t in range(offsets.shape[0] - 1):
-        out[t] = 0
-        if not has_bytes[t]:
-            continue
-        state = 0
-        last = 0
-        whole = True
-        for p in range(offsets[t], offsets[t + 1]):
-            state = dfa[state, data[p]]
-            if state < 0:
-                whole = False
-                break
-            if state == 0:
-                last = p + 1 - offsets[t]
-        if not (whole and state == 0):
-            out[t] = last
-
-
 def _without_headless(has_headless, parent, out):
     """`out[i]`: no token in node i's subtree is in `has_headless` (children follow parents
     in preorder, so one backward pass)."""
@@ -130,25 +109,26 @@ def _without_headless(has_headless, parent, out):
 def _jitted():
     from numba import njit
 
-    return tuple(njit(cache=True, nogil=True)(f)
-                 for f in (_heads, _without_headless, _boundary, _places))  # fmt: skip
+    return tuple(njit(cache=True, nogil=True)(f) for f in (_without_headless, _boundary, _places))
 
 
-def build_tails(vocab, dfa: np.ndarray, member: np.ndarray) -> Tails:
-    """The `Tails` of the slice automaton `dfa` whose members over `vocab` are `member`."""
-    heads_fn, headless_fn = _jitted()[:2]
-    head = np.empty(vocab.vocab_size, dtype=np.int32)
-    heads_fn(vocab.offsets, vocab.data, dfa, vocab.has_bytes, head)
+def build_tails(vocab, member: np.ndarray, head: np.ndarray) -> Tails:
+    """The `Tails` of a slice whose members over `vocab` are `member` and whose heads of
+    non-members are `head` (`slices.RawSlices`)."""
     in_trie = vocab.node_of >= 0
     headless = in_trie & ~member & (head == 0)
     marked = np.zeros(vocab.node_byte.shape[0], dtype=np.bool_)
     marked[vocab.node_of[headless]] = True
     skip = np.empty(vocab.node_byte.shape[0], dtype=np.bool_)
-    headless_fn(marked, vocab.parent, skip)
+    _jitted()[0](marked, vocab.parent, skip)
     tailed = np.flatnonzero(in_trie & ~member & (head > 0))
-    tails = [vocab.data[vocab.offsets[t] + head[t] : vocab.offsets[t + 1]].tobytes()
-             for t in tailed.tolist()]  # fmt: skip
-    arrays = _tail_trie(tails, tailed)
+    data = vocab.data.tobytes()
+    starts, ends = (
+        (vocab.offsets[tailed] + head[tailed]).tolist(),
+        vocab.offsets[tailed + 1].tolist(),
+    )
+    arrays = _tail_trie([data[a:b] for a, b in zip(starts, ends, strict=True)], tailed)
+    head = head.copy()
     for a in (*arrays, head, skip):
         a.flags.writeable = False
     return Tails(*arrays, head, skip)
@@ -157,26 +137,26 @@ def build_tails(vocab, dfa: np.ndarray, member: np.ndarray) -> Tails:
 def _tail_trie(tails: list[bytes], tokens: np.ndarray) -> tuple[np.ndarray, ...]:
     """Trie arrays (preorder, children by byte) of the byte strings `tails`, the token
     `tokens[i]` ending at the node of `tails[i]`."""
-    order = sorted(range(len(tails)), key=tails.__getitem__)
+    by_tail: dict[bytes, list[int]] = {}
+    for tail, token in zip(tails, tokens.tolist(), strict=True):
+        by_tail.setdefault(tail, []).append(token)
     node_byte, node_depth, parent = [0], [0], [-1]
     ends: list[list[int]] = [[]]
-    path = [0]  # path[d]: the node at depth d of the previous tail
+    path = [0]  # path[d]: the node at depth d of the previous tail (a prefix sorts first)
     previous = b""
-    for i in order:
-        tail = tails[i]
-        if tail != previous:
-            common = 0
-            while common < min(len(tail), len(previous)) and tail[common] == previous[common]:
-                common += 1
-            del path[common + 1 :]
-            for d in range(common, len(tail)):
-                path.append(len(node_byte))
-                node_byte.append(tail[d])
-                node_depth.append(d + 1)
-                parent.append(path[d])
-                ends.append([])
-            previous = tail
-        ends[path[len(tail)]].append(int(tokens[i]))
+    for tail in sorted(by_tail):
+        common = 0
+        while common < min(len(tail), len(previous)) and tail[common] == previous[common]:
+            common += 1
+        del path[common + 1 :]
+        for d in range(common, len(tail)):
+            path.append(len(node_byte))
+            node_byte.append(tail[d])
+            node_depth.append(d + 1)
+            parent.append(path[d])
+            ends.append([])
+        ends[path[len(tail)]] = by_tail[tail]
+        previous = tail
     n = len(node_byte)
     subtree_end = list(range(1, n + 1))
     for i in range(n - 1, 0, -1):
@@ -252,7 +232,7 @@ def after_members(tables: Tables, key: int, dfa: np.ndarray, longest: int) -> tu
     on every first byte of a member (a string body with `minLength`) is followed into it: the
     frames are then its return state and the repeat machine's."""
     g, left, needed = unclip(key)
-    boundary = _jitted()[2]
+    boundary = _jitted()[1]
     if not tables.is_repeat[g] or left >= longest:
         code = _search(boundary, tables, g, needed, dfa)
         if code is not None:

@@ -213,3 +213,24 @@ def test_live_masks_walk_open_tails_from_the_stack(vocab, monkeypatch):
     assert steps > len(forced) // 2
     assert used["tails"] > 0
     assert used["called"] > 0 or vocab != "bytes"  # Llama-3 has no `ab"}`-like token
+
+
+def test_a_later_slice_with_tails_is_taken_when_the_first_has_none():
+    """Under the unanchored `pattern: ".+"` U+2028 leaves a string where it was and any other
+    character moves it on: the string slice is safe but its members end in two states, so
+    the string-dot slice (which leaves U+2028 to the tails) is walked by tails instead."""
+    tok = trgc.load_tokenizer(ROOT / "tokenizers/llama3/tokenizer.json.zst")
+    art = trgc.compile_schema({"type": "string", "pattern": ".+"}, separators="compact")
+    b = bind(art, tok)
+    scratch = Scratch(b)
+    body = frame_key(step_bytes(b.tables, START, b'"')[-1], b.trie_depth)
+    assert is_safe(b.tables, body, default_slices()[STRING], b.trie_depth) is not None
+    assert after_members(b.tables, body, default_slices()[STRING].dfa, b.trie_depth) is None
+    k, _, after = precompute._slice_of(b, body)
+    assert k == DOT and after is not None
+    for key in reachable_keys(b.tables, b.trie_depth):
+        entry = frame_entry(b, key, scratch)
+        plain = np.zeros(b.n_words, dtype=np.uint32)
+        roots, height = walk_trie(b, (key,), plain, scratch, frame_mode=False)
+        assert (entry.accept == plain).all() and entry.open_roots.tolist() == roots.tolist()
+        assert entry.height >= height

@@ -90,27 +90,18 @@ def frame_entry(binding: Binding, key: int, scratch: Scratch) -> FrameEntry:
     """The `FrameEntry` of a top frame with frame key `key` (`trgc.engine.config.frame_key`
     with the binding's longest token): one frame-mode trie walk, skipping the subtrees of the
     first slice the frame accepts wholesale (`trgc.engine.slices`; their tables are built once
-    per tokenizer)."""
+    per tokenizer), or, when a slice with tails fits and every member leads to the same
+    frames, its members plus the walks by tails (`_walk_tails`)."""
     g = key & STATE_MASK
     frame_mode = bool(binding.tables.has_caller[g])
-    slice_height = int(binding.tables.cost[g])
-    maybe = binding._lazy.get("slice_candidates")
-    if maybe is None:
-        maybe = binding._lazy["slice_candidates"] = candidates(binding.tables)
-    after = None
-    for k, piece in enumerate(default_slices()):
-        safe = is_safe(binding.tables, key, piece, binding.trie_depth) if maybe[k, g] else None
-        if safe is not None:
-            tables = binding.slices()  # built on the first safe state only
-            _, words, skip = tables.get(k)
-            accept = words.copy()
-            slice_height = safe
-            if piece.tails:
-                after = after_members(binding.tables, key, piece.dfa, binding.trie_depth)
-            break
-    else:
+    k, slice_height, after = _slice_of(binding, key)
+    if k is None:
         accept = np.zeros(binding.n_words, dtype=np.uint32)
         skip = None
+        slice_height = int(binding.tables.cost[g])
+    else:
+        _, words, skip = binding.slices().get(k)  # built on the first safe state only
+        accept = words.copy()
     open_tails = None
     if after is None:
         n_open, height = run_walk(binding, (key,), accept, scratch, whole_trie(), frame_mode, skip)
@@ -121,6 +112,33 @@ def frame_entry(binding: Binding, key: int, scratch: Scratch) -> FrameEntry:
     height = max(height, slice_height)
     accept.flags.writeable = False
     return FrameEntry(accept, roots, height, open_tails)
+
+
+def _slice_of(binding: Binding, key: int) -> tuple[int | None, int, tuple | None]:
+    """(the slice the frame `key` uses, its height, the frames after a member when its tails
+    are walked): the first slice `is_safe` accepts, unless a later one with tails is safe too
+    and its members all lead to the same frames (`after_members`) while the first's do not
+    (under the unanchored `pattern: ".+"`, a string with one character other than U+2028
+    and U+2029: those two leave the frame where it was, any other moves it on, so the string
+    slice's members end in two states; the string-dot slice leaves those two to the tails)."""
+    g = key & STATE_MASK
+    tables, longest = binding.tables, binding.trie_depth
+    maybe = binding._lazy.get("slice_candidates")
+    if maybe is None:
+        maybe = binding._lazy["slice_candidates"] = candidates(tables)
+    first = None
+    for k, piece in enumerate(default_slices()):
+        if first is not None and not piece.tails:
+            continue
+        safe = is_safe(tables, key, piece, longest) if maybe[k, g] else None
+        if safe is None:
+            continue
+        after = after_members(tables, key, piece.dfa, longest) if piece.tails else None
+        if after is not None:
+            return k, safe, after
+        if first is None:
+            first = (k, safe, None)
+    return first if first is not None else (None, 0, None)
 
 
 def _walk_tails(binding: Binding, key: int, after: tuple, k: int, accept: np.ndarray,

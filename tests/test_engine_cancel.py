@@ -84,7 +84,7 @@ def test_walks_in_tiny_chunks_are_exact(make, tiny_chunks):
 
 
 def test_a_cancelled_walk_raises_and_leaves_no_entry(tmp_path, monkeypatch):
-    monkeypatch.setattr(kernel, "CHUNK_NODES", 1000)
+    monkeypatch.setattr(kernel, "CHUNK_NODES", 50)  # a string state walks a few hundred nodes
     art, tok = json_trg(), llama3()
     b = bind(art, tok)
     config = step_bytes(b.tables, START, b'{"key": "a string')

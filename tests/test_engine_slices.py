@@ -18,7 +18,7 @@ from trgc.engine.slices import default_slices, is_safe
 PIECES = [
     b"abc", b'a"', b"a\\", b"\xc3", b"\xc3\xa9", b"\xed\xa0\x80", b"\xc0\x80", b"\xf4\x90\x80\x80",
     b"\xf0\x9f\x98\x80", b"x" * 30, b"x" * 31, b"tab\there", b"\x7f", b" ", b"\n\t ", b" \r\n",
-    b"a\xe2\x80\xa8", b"\xe2\x80\xa9", b"\xe2\x80\xa6", b"\xe2\x80",
+    b"a\xe2\x80\xa8", b"\xe2\x80\xa9", b"\xe2\x80\xa6", b"\xe2\x80", b"x" * 10 + b"\xc3",
 ]  # fmt: skip
 LINE_SEPARATORS = {b"a\xe2\x80\xa8", b"\xe2\x80\xa9"}  # U+2028, U+2029: no regex `.` matches
 
@@ -59,6 +59,9 @@ def test_slice_membership():
     }
     assert member["string"] == {
         b"abc",
+        b"\xc3",  # a cut character: a prefix of a slice string
+        b"\xe2\x80",
+        b"x" * 10 + b"\xc3",  # 11 characters, the last one cut
         b"\xc3\xa9",
         b"\xf0\x9f\x98\x80",
         b"x" * 30,
@@ -69,7 +72,7 @@ def test_slice_membership():
     }
     assert member["string-dot"] == member["string"] - LINE_SEPARATORS
     assert member["string{1,30}"] == member["string"] - {b"x" * 31}
-    assert member["string{1,10}"] == member["string"] - {b"x" * 31, b"x" * 30}
+    assert member["string{1,10}"] == member["string"] - {b"x" * 31, b"x" * 30, b"x" * 10 + b"\xc3"}
     assert member["whitespace"] == {b" ", b"\n\t ", b" \r\n"}
     for m, words, _ in parts:
         assert int(np.unpackbits(words.view(np.uint8)).sum()) == int(m.sum())

@@ -2,14 +2,17 @@
 
 A slice is a small byte automaton over complete UTF-8 characters (llguidance's idea of
 "slices", e.g. JSON string bodies `[^"\\\\\\x00-\\x1F\\x7F]+`) with an optional bound on the
-number of characters. For a binding we know, per slice, which tokens spell a member and, per
-trie node, whether *every* token in its subtree is a member (`whole[node]`).
+number of characters. For a binding we know, per slice, which tokens are members and, per
+trie node, whether *every* token in its subtree is a member (`whole[node]`). A member token
+spells a prefix of a slice string: whole characters, the last one possibly cut (byte-level
+vocabularies hold thousands of tokens ending inside a character), which counts as one.
 
-If every member of a slice is a string the top frame consumes by shifts (and restarts of its
-own counted repetition) alone (`is_safe`, a product of the slice automaton with the frame's
-machine), all member tokens are allowed from it whatever the stack, and a frame walk can skip
-every subtree whose tokens are all members: inside a JSON string the walk visits ~12k of
-Llama-3's 275k nodes.
+If every slice string is consumed by the top frame by shifts (and restarts of its own
+counted repetition) alone (`is_safe`, a product of the slice automaton with the frame's
+machine, which visits the states inside characters too), so is every prefix of one, and all
+member tokens are allowed from it whatever the stack: a frame walk can skip every subtree
+whose tokens are all members. Inside a JSON string the walk visits ~12k of Llama-3's 275k
+nodes; the tokens that are not members are walked by their tails (`trgc.engine.tails`).
 """
 
 from __future__ import annotations
@@ -105,10 +108,11 @@ NOT_MEMBER = np.iinfo(np.int32).max
 
 
 def _counts(offsets, data, dfa, has_bytes, out, heads):
-    """Characters of each token that spells slice characters only; NOT_MEMBER otherwise, 0 for
-    tokens without bytes (neutral: they are not in the trie). `heads`: for a token that is not
-    a member, the bytes of its longest beginning made of whole slice characters (its *head*,
-    `trgc.engine.tails`), else 0."""
+    """Characters of each token that spells a prefix of a string of slice characters (the
+    last one may be cut: a byte-level token often ends inside a character), a cut one
+    counting as one; NOT_MEMBER otherwise, 0 for tokens without bytes (neutral: they are not
+    in the trie). `heads`: for a token that is not a member, the bytes of its longest
+    beginning made of whole slice characters (its *head*, `trgc.engine.tails`), else 0."""
     for t in range(offsets.shape[0] - 1):
         out[t] = 0
         heads[t] = 0
@@ -123,8 +127,8 @@ def _counts(offsets, data, dfa, has_bytes, out, heads):
             if state == 0:
                 chars += 1
                 heads[t] = p + 1 - offsets[t]
-        if state == 0 and chars > 0:
-            out[t] = chars
+        if state >= 0:
+            out[t] = chars + (state != 0)
             heads[t] = 0
         else:
             out[t] = NOT_MEMBER

@@ -128,16 +128,23 @@ def _slice_of(binding: Binding, key: int) -> tuple[int | None, int, tuple | None
         maybe = binding._lazy["slice_candidates"] = candidates(tables)
     first = None
     for k, piece in enumerate(default_slices()):
-        if first is not None and not piece.tails:
+        if not maybe[k, g] or (first is not None and not piece.tails):
             continue
-        safe = is_safe(tables, key, piece, longest) if maybe[k, g] else None
-        if safe is None:
-            continue
-        after = after_members(tables, key, piece.dfa, longest) if piece.tails else None
-        if after is not None:
-            return k, safe, after
         if first is None:
+            safe = is_safe(tables, key, piece, longest)
+            if safe is None:
+                continue
+            after = after_members(tables, key, piece.dfa, longest) if piece.tails else None
+            if after is not None:
+                return k, safe, after
             first = (k, safe, None)
+            continue
+        # a later slice with tails: its members' frames first (the search stops at the
+        # first two that differ, cheap where the safety search is not: member names)
+        after = after_members(tables, key, piece.dfa, longest)
+        safe = None if after is None else is_safe(tables, key, piece, longest)
+        if safe is not None:
+            return k, safe, after
     return first if first is not None else (None, 0, None)
 
 

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from trgc.engine.config import Tables, unclip
+from trgc.engine.slices import moves
 
 
 @dataclass(frozen=True, eq=False)
@@ -178,14 +179,14 @@ def _tail_trie(tails: list[bytes], tokens: np.ndarray) -> tuple[np.ndarray, ...]
 SEVERAL = -1  # `_boundary`: member strings end in different places (or leave the machine)
 
 
-def _boundary(gnext, byte_class, accepting, is_repeat, rep_start, dfa, g, needed):
-    """Where every non-empty member string of the slice `dfa` takes a frame at state `g` by
-    shifts and restarts of its own counted repetition: `state * (needed + 1) + restarts`
-    (restarts counted up to `needed`, all that the frame's counters show of them when it has
-    iterations enough), or SEVERAL. A pair is `(restarts * slice states + slice state) *
-    n_states + state`."""
+def _boundary(gnext, moves, n_moves, accepting, is_repeat, rep_start, g, needed):
+    """Where every non-empty member string of a slice (its `slices.moves`) takes a frame at
+    state `g` by shifts and restarts of its own counted repetition: `state * (needed + 1) +
+    restarts` (restarts counted up to `needed`, all that the frame's counters show of them
+    when it has iterations enough), or SEVERAL, as soon as two differ. A pair is `(restarts
+    * slice states + slice state) * n_states + state`."""
     n_states = gnext.shape[0]
-    width = dfa.shape[0] * n_states
+    width = n_moves.shape[0] * n_states
     found = SEVERAL
     seen = {g}
     work = [g]
@@ -195,11 +196,9 @@ def _boundary(gnext, byte_class, accepting, is_repeat, rep_start, dfa, g, needed
         rest = pair % width
         ss = rest // n_states
         state = rest % n_states
-        for b in range(256):
-            nss = np.int64(dfa[ss, b])
-            if nss < 0:
-                continue
-            sym = byte_class[b]
+        for j in range(n_moves[ss]):
+            nss = moves[ss, j, 0]
+            sym = moves[ss, j, 1]
             a = np.int64(gnext[state, sym])
             more = used
             if a == -1 and is_repeat[state] and accepting[state]:
@@ -213,7 +212,7 @@ def _boundary(gnext, byte_class, accepting, is_repeat, rep_start, dfa, g, needed
                     found = code
                 elif found != code:
                     return SEVERAL
-            nxt = (more * dfa.shape[0] + nss) * n_states + a
+            nxt = (more * n_moves.shape[0] + nss) * n_states + a
             if nxt not in seen:
                 seen.add(nxt)
                 work.append(nxt)
@@ -258,6 +257,6 @@ def after_members(tables: Tables, key: int, dfa: np.ndarray, longest: int) -> tu
 
 
 def _search(boundary, tables: Tables, g: int, needed: int, dfa: np.ndarray) -> int | None:
-    code = boundary(tables.next, tables.byte_class, tables.accepting, tables.is_repeat,
-                    tables.rep_start, dfa, g, needed)  # fmt: skip
+    code = boundary(tables.next, *moves(tables.byte_class, dfa), tables.accepting,
+                    tables.is_repeat, tables.rep_start, g, needed)  # fmt: skip
     return None if code == SEVERAL else int(code)

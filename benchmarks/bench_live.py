@@ -79,8 +79,9 @@ TOKENIZERS = {
 ENGINES = ("trgc", "trgc-warm", "llguidance", "xgrammar")
 DISK_CACHE_PARAMETER = "disk_cache"  # the Matcher keyword the warm-cache engine needs
 # a string with minLength (a body the frame calls), a string under a regex `.`, one closing a
-# nested object: every engine's first calls and every per-tokenizer table trgc builds on first
-# use (its slices and their tails) happen here, as the peers build theirs with their tokenizer
+# nested object, one no slice fits (its residual described): every engine's first calls and
+# every per-tokenizer table trgc builds on first use (its slices and their tails) happen here,
+# as the peers build theirs with their tokenizer
 WARMUP_SCHEMA = {
     "type": "object",
     "properties": {
@@ -94,10 +95,11 @@ WARMUP_SCHEMA = {
                 "required": ["d"],
             },
         },
+        "e": {"type": "string", "pattern": "^\\S+$"},
     },
-    "required": ["a", "b", "c"],
+    "required": ["a", "b", "c", "e"],
 }
-WARMUP_INSTANCE = {"a": "warm up", "b": 42, "c": [{"d": "x y"}, {"d": "z"}]}
+WARMUP_INSTANCE = {"a": "warm up", "b": 42, "c": [{"d": "x y"}, {"d": "z"}], "e": "a-b"}
 
 
 def progress(message: str) -> None:

@@ -12,7 +12,7 @@ import pytest
 import trgc
 from engine_fixtures import ROOT
 from trgc.artifact.codec import decode
-from trgc.engine import framecache, reference, residual
+from trgc.engine import framecache, precompute, reference, residual
 from trgc.engine.binding import bind
 from trgc.engine.cache import MaskCache
 from trgc.engine.config import START, frame_key, step_bytes
@@ -22,11 +22,14 @@ from trgc.engine.matcher import Matcher
 from trgc.engine.precompute import FrameEntry, frame_entry, reachable_keys
 
 # two schemas that differ before their last member and split bytes into different classes
-# (digits in one, the letters of true/false in the other), then end alike: a "name" string
+# (digits in one, the letters of true/false in the other), then end alike: a "name" string no
+# slice fits (a plain string body is walked by tails, cheaper than describing its residual, so
+# it is keyed by its artifact: `framecache.cheap`)
+NAME = {"type": "string", "pattern": "^[a-z ,]*$"}
 SHARED_TAIL = (
-    {"type": "object", "properties": {"id": {"type": "integer"}, "name": {"type": "string"}},
+    {"type": "object", "properties": {"id": {"type": "integer"}, "name": NAME},
      "required": ["id", "name"]},
-    {"type": "object", "properties": {"flag": {"type": "boolean"}, "name": {"type": "string"}},
+    {"type": "object", "properties": {"flag": {"type": "boolean"}, "name": NAME},
      "required": ["flag", "name"]},
 )  # fmt: skip
 PREFIXES = (b'{"id":12,"name":"ab', b'{"flag":true,"name":"ab')
@@ -149,7 +152,9 @@ def test_equal_residual_ids_mean_equal_entries_across_artifacts(vocab):
 
 
 def test_cheap_walks_are_keyed_by_their_artifact():
-    """A frame whose walk can visit at most DESCRIBE_ABOVE_NODES nodes gets no residual id."""
+    """A frame whose walk can visit at most DESCRIBE_ABOVE_NODES nodes, or whose entry is
+    walked by tails (a plain string body, however many nodes lie under its first bytes), gets
+    no residual id; a string body no slice fits gets one."""
     b = bind(compiled(SHARED_TAIL[0]), llama3())
     after_brace = frame_key(step_bytes(b.tables, START, b"{")[-1], b.trie_depth)
     in_string = frame_key(step_bytes(b.tables, START, PREFIXES[0])[-1], b.trie_depth)
@@ -157,6 +162,11 @@ def test_cheap_walks_are_keyed_by_their_artifact():
     assert bound[after_brace & 0xFFFFFFFF] <= framecache.DESCRIBE_ABOVE_NODES  # only '"'
     assert framecache.shared_id(b, after_brace) is None
     assert bound[in_string & 0xFFFFFFFF] > 100_000 and framecache.shared_id(b, in_string)
+    plain = bind(compiled({"type": "object", "properties": {"name": {"type": "string"}}}), llama3())
+    body = frame_key(step_bytes(plain.tables, START, b'{"name":"ab')[-1], plain.trie_depth)
+    assert framecache.walk_bound(plain)[body & 0xFFFFFFFF] > 100_000
+    assert precompute.slice_of(plain, body)[2] is not None  # walked by tails
+    assert framecache.shared_id(plain, body) is None
 
 
 def test_large_residuals_are_keyed_by_their_artifact():

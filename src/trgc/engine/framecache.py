@@ -157,10 +157,16 @@ def walk_bound(binding: Binding) -> np.ndarray:
 
 
 def cheap(binding: Binding, key: int) -> bool:
-    """Whether the walk of frame key `key` can visit at most `DESCRIBE_ABOVE_NODES` trie nodes:
-    then describing its residual, or asking the disk for it, costs about as much as the walk
-    (a miss on disk is a failed open), so it is keyed by its artifact and kept in memory only."""
-    return bool(walk_bound(binding)[key & STATE_MASK] <= DESCRIBE_ABOVE_NODES)
+    """Whether the walk of frame key `key` can visit at most `DESCRIBE_ABOVE_NODES` trie nodes,
+    or its entry is walked by tails (`precompute.slice_of`: a string body, a few hundred
+    nodes in two walks of about 5 us each): then describing its residual (20-150 us), or
+    asking the disk for it (a hit 150-200 us, a miss a failed open), costs more than the walk,
+    so it is keyed by its artifact and kept in memory only."""
+    if walk_bound(binding)[key & STATE_MASK] <= DESCRIBE_ABOVE_NODES:
+        return True
+    from trgc.engine.precompute import slice_of
+
+    return slice_of(binding, key)[2] is not None
 
 
 def shared_id(binding: Binding, key: int) -> str | None:

@@ -94,7 +94,7 @@ def frame_entry(binding: Binding, key: int, scratch: Scratch) -> FrameEntry:
     frames, its members plus the walks by tails (`_walk_tails`)."""
     g = key & STATE_MASK
     frame_mode = bool(binding.tables.has_caller[g])
-    k, slice_height, after = _slice_of(binding, key)
+    k, slice_height, after = slice_of(binding, key)
     if k is None:
         accept = np.zeros(binding.n_words, dtype=np.uint32)
         skip = None
@@ -112,6 +112,15 @@ def frame_entry(binding: Binding, key: int, scratch: Scratch) -> FrameEntry:
     height = max(height, slice_height)
     accept.flags.writeable = False
     return FrameEntry(accept, roots, height, open_tails)
+
+
+def slice_of(binding: Binding, key: int) -> tuple[int | None, int, tuple | None]:
+    """`_slice_of`, memoised per binding and frame key (`framecache.cheap` asks it too)."""
+    memo = binding._lazy.setdefault("slice_of", {})
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = _slice_of(binding, key)
+    return found
 
 
 def _slice_of(binding: Binding, key: int) -> tuple[int | None, int, tuple | None]:

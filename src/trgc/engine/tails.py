@@ -3,8 +3,8 @@ member beginning leaves the frame.
 
 Inside a JSON string the string slice (`trgc.engine.slices`) accepts ~95% of a vocabulary at
 once, but its frame walk still visits every trie node above a token that is not a member:
-`name":"`, `text\\n`, `ab\\xe1` are members up to a character boundary and something else after
-it. On Llama-3 that is ~12,000 nodes, most of a string state's 0.2 ms entry.
+`name":"` and `text\\n` are members up to a character boundary and something else after it.
+On Llama-3 that is ~12,000 nodes, most of a string state's 0.2 ms entry.
 
 Split a token that is not a member into its *head*, the longest beginning made of whole member
 characters, and its *tail*, the rest. When every non-empty member string takes the frame to the
@@ -16,8 +16,9 @@ allowed from those frames. So the state's entry is
   * the tokens with a non-empty head: one walk of the *tail trie* (the distinct tails of the
     tokenizer, ~940 nodes on Llama-3), from the frames after a member, every tail node's
     tokens set at once,
-  * the tokens without one (`"`, `\\`, control and partial characters first): a walk of the
-    tokenizer's trie from the state that skips every subtree holding none of them.
+  * the tokens without one (`"`, `\\`, a control character or a byte no character starts
+    with first): a walk of the tokenizer's trie from the state that skips every subtree
+    holding none of them.
 
 An open tail node (the frame returns within the tail) stands for the trie node of each of its
 tokens at the same place (`Tails.trie_nodes`), which is where the plain walk finds it open, so
@@ -40,8 +41,8 @@ from trgc.engine.slices import moves
 class Tails:
     """The tail trie of one slice over one tokenizer (arrays laid out as `VocabTables`'s trie:
     preorder, children by byte; every node holding tokens has `node_tok` -2, so the walk checks
-    each token against the binding's byte tokens) and, over the tokenizer's trie, `lone`: no
-    token in the subtree lacks a head (or is a member)."""
+    each token against the binding's byte tokens) and, over the tokenizer's trie, `skip`: no
+    token in the subtree is a non-member without a head."""
 
     node_byte: np.ndarray  # uint8[n]
     node_depth: np.ndarray  # int32[n]
@@ -64,8 +65,8 @@ class Tails:
         below one, its trie node at the tail node's place (head bytes + the tail node's depth)."""
         if not tail_nodes.size:
             return tail_nodes.astype(np.int32)
-        ends = self.token_start[self.subtree_end[tail_nodes]] - self.token_start[tail_nodes]
-        out = np.empty(int(ends.sum()), dtype=np.int32)
+        below = self.token_start[self.subtree_end[tail_nodes]] - self.token_start[tail_nodes]
+        out = np.empty(int(below.sum()), dtype=np.int32)
         n = _jitted()[2](tail_nodes, self.token_start, self.subtree_end, self.node_depth,
                          self.token_ids, self.head, vocab.node_of, vocab.node_depth, vocab.parent,
                          out)  # fmt: skip
@@ -233,7 +234,7 @@ def after_members(tables: Tables, key: int, dfa: np.ndarray, longest: int) -> tu
     g, left, needed = unclip(key)
     boundary = _jitted()[1]
     if not tables.is_repeat[g] or left >= longest:
-        code = _search(boundary, tables, g, needed, dfa)
+        code = _boundary_of(boundary, tables, g, needed, dfa)
         if code is not None:
             state, restarts = divmod(code, needed + 1)
             counters = (longest << 32 | (needed - restarts) << 48) if tables.is_repeat[state] else 0
@@ -248,7 +249,7 @@ def after_members(tables: Tables, key: int, dfa: np.ndarray, longest: int) -> tu
     inner_needed = min(inner_needed, longest + 1)
     if tables.is_repeat[callee] and inner_left < longest:
         return None
-    code = _search(boundary, tables, callee, inner_needed, dfa)
+    code = _boundary_of(boundary, tables, callee, inner_needed, dfa)
     if code is None:
         return None
     state, restarts = divmod(code, inner_needed + 1)
@@ -256,7 +257,7 @@ def after_members(tables: Tables, key: int, dfa: np.ndarray, longest: int) -> tu
     return (ret | (key - g), state | counters)
 
 
-def _search(boundary, tables: Tables, g: int, needed: int, dfa: np.ndarray) -> int | None:
+def _boundary_of(boundary, tables: Tables, g: int, needed: int, dfa: np.ndarray) -> int | None:
     code = boundary(tables.next, *moves(tables.byte_class, dfa), tables.accepting,
                     tables.is_repeat, tables.rep_start, g, needed)  # fmt: skip
     return None if code == SEVERAL else int(code)

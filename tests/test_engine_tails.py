@@ -172,21 +172,21 @@ NESTED_INSTANCE = [
 @pytest.mark.parametrize("vocab", ["tokenizers/llama3/tokenizer.json.zst", "bytes"])
 def test_live_masks_walk_open_tails_from_the_stack(vocab, monkeypatch):
     """A matcher whose entries have open tails walks them in the tail trie from the live stack
-    (`Matcher._open_tails`): its masks equal a full kernel walk at every step of a forced
+    (`Matcher._after_member`): its masks equal a full kernel walk at every step of a forced
     instance and of a seeded walk, and the reference on samples (the whole vocabulary at some
     steps)."""
     tok = byte_table() if vocab == "bytes" else trgc.load_tokenizer(ROOT / vocab)
     art = trgc.compile_schema(NESTED, separators="compact")
     used = {"tails": 0, "called": 0}
-    open_tails = Matcher._open_tails
+    after_member = Matcher._after_member
 
-    def counting(self, entry, top):
-        found = open_tails(self, entry, top)
-        used["tails"] += found is not None
-        used["called"] += found is not None and len(found[0]) == 2  # into a string body
-        return found
+    def counting(self, k, top):
+        after = after_member(self, k, top)
+        used["tails"] += after is not None
+        used["called"] += after is not None and len(after) == 2  # into a string body
+        return after
 
-    monkeypatch.setattr(Matcher, "_open_tails", counting)
+    monkeypatch.setattr(Matcher, "_after_member", counting)
     rng = np.random.default_rng(7)
     m = Matcher(art, tok)
     b = m._binding

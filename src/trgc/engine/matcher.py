@@ -59,9 +59,8 @@ from trgc.engine.kernel import (
 )
 from trgc.engine.maskform import Dense, Form, Row
 from trgc.engine.maskstore import MaskStore, shared_store
-from trgc.engine.precompute import FrameEntry, FrameMasks, plain_states
-from trgc.engine.slices import candidates, default_slices
-from trgc.engine.tails import after_members
+from trgc.engine.precompute import FrameEntry, FrameMasks, plain_states, slice_of
+from trgc.engine.slices import candidates
 from trgc.errors import TrgcError
 
 FORCED_BYTES_LIMIT = 4096
@@ -309,41 +308,36 @@ class Matcher:
                     return entry.accept  # the whole mask, as a direct row is (`DirectRows`)
         scratch = self._scratch
         words = np.empty(self._n_words, dtype=np.uint32)
-        tails = None if entry is None or len(config) == 1 else self._open_tails(entry, top)
-        known = entry if tails is None else FrameEntry(entry.accept, tails[1], entry.height)
+        open_tails = None if entry is None or len(config) == 1 else entry.tails
+        after = None if open_tails is None else self._after_member(open_tails.k, top)
+        if after is None:
+            known = entry
+        else:  # the headless roots through `cold_mask`, the open tails walked below
+            known = FrameEntry(entry.accept, open_tails.headless, entry.height)
         direct = cold_mask(scratch, keys, words, known, fresh)
         if fresh is not None:
             roots, height = computed_entry(scratch)
             fresh.flags.writeable = False
             entry = FrameEntry(fresh, roots, height)
             self._cache.put(memory, entry, entry.nbytes)
-        if tails is not None and PH_FULL not in phases_run(scratch):
+        if after is not None and PH_FULL not in phases_run(scratch):
             if direct:
                 words[:] = entry.accept
                 direct = False
-            after, _, nodes, trie = tails
-            run_walk(binding, (*keys[:-1], *after), words, scratch, nodes, False, None, trie)
+            trie = binding.slices().raw.tails(open_tails.k).trie
+            run_walk(binding, (*keys[:-1], *after), words, scratch, open_tails.nodes, False, None,
+                     trie)  # fmt: skip
         if direct:
             return entry.accept  # type: ignore[union-attr]
         return self._cache.put(key, words, words.nbytes)
 
-    def _open_tails(self, entry: FrameEntry, top: int) -> tuple | None:
-        """(frames after a member, headless open roots, open tail nodes, tail trie) when the
-        entry of top frame key `top` has open tails (`precompute.OpenTails`) and the frames
-        after a member are known here: the live stack then walks a few tail nodes instead of
-        a trie node per token below them. The frames are this binding's, memoised per key."""
-        found = entry.tails
-        if found is None:
-            return None
-        binding = self._binding
-        memo = binding._lazy.setdefault("after_members", {})
-        after = memo.get((found.k, top), False)
-        if after is False:
-            dfa = default_slices()[found.k].dfa
-            after = memo[(found.k, top)] = after_members(binding.tables, top, dfa, self._longest)
-        if after is None:
-            return None
-        return after, found.headless, found.nodes, binding.slices().raw.tails(found.k).trie
+    def _after_member(self, k: int, top: int) -> tuple | None:
+        """The frames after a member of slice `k` for top frame key `top` in this binding
+        (`precompute.slice_of`), so that an entry's open tails (`precompute.OpenTails`) are
+        walked in the tail trie from the live stack instead of a trie node per token below
+        them; None when this binding walks `top` otherwise."""
+        found, _, after = slice_of(self._binding, top)
+        return after if found == k else None
 
     def allowed_tokens(self) -> np.ndarray:
         """bool[vocab_size]: the tokens allowed next."""

@@ -74,8 +74,8 @@ class OpenTails:
     `headless` plus, for each of `nodes`, one trie node per token below it (often a thousand
     nodes for a few tails: every token with `"` inside a string body that returns at `"`). A
     live stack walks `nodes` in the tail trie of slice `k` from the frames after a member
-    instead (`Matcher._compute`). Those frames are recomputed for the binding at hand: an
-    entry is shared by residual across artifacts, and its tails with it."""
+    instead (`Matcher._compute`), taken from the binding at hand (`slice_of`), not stored:
+    an entry may be shared by residual across artifacts, and its tails with it."""
 
     k: int  # the slice
     nodes: np.ndarray  # int32 open tail nodes, preorder

@@ -201,10 +201,6 @@ class RawSlices:
             found = self._tails.setdefault(k, build_tails(self.vocab, counts != NOT_MEMBER, heads))
         return found
 
-    @property
-    def nbytes(self) -> int:
-        return int(sum(a.nbytes for arrays in self._by_dfa.values() for a in arrays))
-
 
 @dataclass(frozen=True, eq=False)
 class SliceTables:
@@ -407,11 +403,9 @@ def is_safe(tables: Tables, key: int, s: Slice, longest: int) -> int | None:
     found = _search_from(tables, g, left if tables.is_repeat[g] else longest, s, longest, need)
     if found is not None:
         return found
-    firsts = np.flatnonzero(s.dfa[0] >= 0)
-    actions = tables.next[g, tables.byte_class[firsts]]
-    if not actions.size or actions[0] > -2 or (actions != actions[0]).any():
+    k = first_call(tables, g, s.dfa)
+    if k is None:
         return None
-    k = -2 - int(actions[0])
     callee, ret = (int(v) for v in tables.calls[k])
     inner_left = int(min(tables.call_entry[k, 0], longest)) if tables.is_repeat[callee] else longest
     inner = _search_from(tables, callee, inner_left, s, longest, need)
@@ -420,6 +414,17 @@ def is_safe(tables: Tables, key: int, s: Slice, longest: int) -> int | None:
     below = int(tables.cost[g])  # the return state's frame: rule frames up to it
     height = max(below + int(need[ret]), below + inner)
     return height if height <= tables.max_depth else None
+
+
+def first_call(tables: Tables, g: int, dfa: np.ndarray) -> int | None:
+    """The call edge state `g` takes on every byte a member of the slice automaton `dfa` can
+    start with, when it is one and the same (a string body with `minLength`: the frame calls
+    its repeat machine); else None."""
+    firsts = np.flatnonzero(dfa[0] >= 0)
+    actions = tables.next[g, tables.byte_class[firsts]]
+    if not actions.size or actions[0] > -2 or (actions != actions[0]).any():
+        return None
+    return -2 - int(actions[0])
 
 
 def _search_from(tables: Tables, g: int, left: int, s: Slice, longest: int, need) -> int | None:

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from trgc.engine.config import Tables, unclip
-from trgc.engine.slices import moves
+from trgc.engine.slices import first_call, moves
 
 
 @dataclass(frozen=True, eq=False)
@@ -239,11 +239,9 @@ def after_members(tables: Tables, key: int, dfa: np.ndarray, longest: int) -> tu
             state, restarts = divmod(code, needed + 1)
             counters = (longest << 32 | (needed - restarts) << 48) if tables.is_repeat[state] else 0
             return (state | counters,)
-    firsts = np.flatnonzero(dfa[0] >= 0)
-    actions = tables.next[g, tables.byte_class[firsts]]
-    if not actions.size or actions[0] > -2 or (actions != actions[0]).any():
+    k = first_call(tables, g, dfa)
+    if k is None:
         return None
-    k = -2 - int(actions[0])
     callee, ret = (int(v) for v in tables.calls[k])
     inner_left, inner_needed = (int(v) for v in tables.call_entry[k])
     inner_needed = min(inner_needed, longest + 1)

@@ -27,6 +27,7 @@ from trgc.automata.dfa import NONE, Counter, Table, determinize_table
 from trgc.automata.grouping import sort_groups
 from trgc.automata.minimize import minimize_table
 from trgc.automata.nfa import RuleInfo, build_nfa, is_plain
+from trgc.automata.pieces import PieceMemo
 from trgc.automata.predictive import (
     Conflicts,
     Resolved,
@@ -219,6 +220,13 @@ def _attempt(
     memo = MachineMemo(limits, budget, counter, frozenset(repeats.values()))
     structure = StructureKeys(grammar, repeats, info.expand)
     products = ProductMemo(structure, budget)
+    pieces = PieceMemo(
+        grammar,
+        structure,
+        lambda rule: None if info.is_machine(rule) else grammar.rules[info.index[rule]].body,
+        budget,
+        frozenset(repeats.values()),
+    )
     dfas: dict[str, Table] = {}
     specials_of: dict[str, frozenset[str]] = {}
     pending = [start]
@@ -248,9 +256,10 @@ def _attempt(
                 budget=budget,
                 root=spec.root,
                 products=products,
+                pieces=pieces,
             )
             table = determinize_table(nfa, rule=name, limits=limits, budget=budget, counter=counter)
-            sizes = (nfa.n_states, table.n_states)
+            sizes = (nfa.in_place, table.n_states)
             del nfa
             table = minimize_table(table, budget)
             built = memo.keep(key, before, table, specials, calls, *sizes, depends)

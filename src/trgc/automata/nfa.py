@@ -10,6 +10,15 @@ has no outgoing edge when the fragment is finished and is only reached once the 
 has matched completely. Edges into an entry are always safe; epsilon *exits* are only
 added from exit states or fresh states (otherwise `x{0,n}` could leave a fragment half way).
 
+Joins: `(c (s m)?) | m` and `(c s m) | m` with the *same node* `m` in both places (the
+trj-1 lowering writes an optional member so: first, or after the members before it and a
+comma) build `m` once, entered from the start or after `s`, its exit the alternation's exit:
+the language of two copies. A list join `x (s x)*` with one node `x` in both places (an
+array's items) builds `x` once, left to the exit or through `s` back into `x`. Pieces (`pieces.py`): a subtree equal to another of the same
+machine is built apart once, and its minimal DFA spliced at each. Both only save work; the
+builder keeps the NFA states they saved in `hidden` (`Nfa.in_place`), so that the state limit
+and the choice between counting and copying a repetition are those of the plain build.
+
 Bounded repetition `x{m,n}` is *counted* (docs/compilation.md, "Counters"): its body becomes a
 machine of its own whose frame carries an iteration counter, and the repetition is one call
 edge, so its size does not depend on `m` or `n`. Only when copying is cheaper than a frame (at
@@ -31,6 +40,7 @@ from trgc.limits import Budget, Limits
 
 if TYPE_CHECKING:
     from trgc.automata.dfa import Table
+    from trgc.automata.pieces import PieceMemo
     from trgc.automata.reuse import ProductMemo
 
 # An NFA is allowed this many times the DFA state limit (NFAs carry many epsilon states).
@@ -62,10 +72,16 @@ class Nfa:
     edges: list[Sequence[tuple[int, int, int]]]
     start: int
     final: int
+    hidden: int = 0  # states its joins and pieces saved (`_Builder.hidden`)
 
     @property
     def n_states(self) -> int:
         return len(self.eps)
+
+    @property
+    def in_place(self) -> int:
+        """The states it would have with every join and piece built in place."""
+        return len(self.eps) + self.hidden
 
 
 class Product(NamedTuple):
@@ -125,10 +141,13 @@ class _Builder:
         *,
         expand_all: bool = False,
         products: ProductMemo | None = None,
+        pieces: PieceMemo | None = None,
     ):
         self.grammar = grammar
         self.expand_all = expand_all
         self.products = products
+        self.pieces = pieces
+        self.chosen: frozenset[int] = frozenset()  # the nodes built as pieces (`pieces.py`)
         self.info = info
         self.alphabet = alphabet
         self.budget = budget
@@ -144,9 +163,12 @@ class _Builder:
         # which machines a retry that inlines rules or copies repetitions leaves unchanged
         self.refs_met: set[str] = set()
         self.repeats_met: set[int] = set()
+        # NFA states the joins and pieces saved: limits and the choice between counting and
+        # copying see the NFA as if every joined node were built twice and every piece in place
+        self.hidden = 0
 
     def _reserve(self, count: int, line: int, column: int) -> None:
-        total = len(self.eps) + count
+        total = len(self.eps) + self.hidden + count
         if total > self.max_states:
             raise TrgcError(
                 "E_LIMIT_STATES",
@@ -222,7 +244,9 @@ class _Builder:
                 node_id = item[1]
                 node = nodes[node_id]
                 kind = node.kind
-                if kind == Kind.EMPTY or (kind in (Kind.SEQ, Kind.ALT) and not node.children):
+                if node_id in self.chosen:
+                    results.append(self._piece(node_id, node))
+                elif kind == Kind.EMPTY or (kind in (Kind.SEQ, Kind.ALT) and not node.children):
                     self._reserve(1, node.line, node.column)
                     s = self._new()
                     results.append((s, s))
@@ -260,6 +284,20 @@ class _Builder:
                         stack.append(("enter", self.grammar.rules[ri].body))
                 elif kind == Kind.AND:
                     results.append(self._boolean(node_id, node))
+                elif kind == Kind.ALT and (parts := self._join_parts(node)) is not None:
+                    chain, separator, member, optional = parts
+                    stack.append(("join", node_id, optional))
+                    stack.append(("enter", member))
+                    stack.append(("mark",))
+                    stack.append(("enter", separator))
+                    stack.append(("enter", chain))
+                elif kind == Kind.SEQ and (parts := self._list_parts(node)) is not None:
+                    item, separator = parts
+                    stack.append(("list", node_id))
+                    stack.append(("enter", separator))
+                    stack.append(("mark",))
+                    stack.append(("enter", item))
+                    stack.append(("mark",))
                 elif kind in (Kind.SEQ, Kind.ALT):
                     stack.append((kind, node_id, len(node.children)))
                     for child in reversed(node.children):
@@ -272,10 +310,16 @@ class _Builder:
                         s = self._new()
                         results.append((s, s))
                     else:
-                        stack.append((Kind.REPEAT, node_id, len(self.eps)))
+                        stack.append((Kind.REPEAT, node_id, len(self.eps), self.hidden))
                         stack.append(("enter", node.children[0]))
                 else:  # a NOT outside an AND has no universe
                     raise TrgcError("E_INTERNAL", f"AST node kind {kind!r} here")
+            elif item[0] == "mark":
+                results.append((len(self.eps), self.hidden))
+            elif item[0] == "join":
+                results.append(self._join(nodes[item[1]], item[2], results))
+            elif item[0] == "list":
+                results.append(self._list(nodes[item[1]], results))
             elif item[0] == Kind.SEQ:
                 count = item[2]
                 frags = results[-count:]
@@ -295,19 +339,92 @@ class _Builder:
                     self._eps(fe, e)
                 results.append((s, e))
             else:
-                node_id = item[1]
+                _, node_id, mark, hidden = item
                 child = results.pop()
-                name = self._counted_name(node_id, item[2])
+                hidden = self.hidden - hidden  # what the body's joins and pieces saved
+                name = self._counted_name(node_id, mark, hidden)
                 if name is None:
-                    results.append(self._repeat(nodes[node_id], item[2], child))
+                    results.append(self._repeat(nodes[node_id], mark, hidden, child))
                 else:
-                    results.append(self._count(name, nodes[node_id], item[2], child))
+                    self.hidden -= hidden  # the body is dropped, and what it saved with it
+                    results.append(self._count(name, nodes[node_id], mark, child))
         (start, final) = results.pop()
-        return Nfa(_frozen(self.eps), _frozen(self.edges), start, final)
+        return Nfa(_frozen(self.eps), _frozen(self.edges), start, final, self.hidden)
 
-    def _counted_name(self, node_id: int, mark: int) -> str | None:
+    def _join_parts(self, node) -> tuple[int, int, int, bool] | None:
+        """`(chain, separator, member, optional)` when an ALT node is a join (module
+        docstring): `(chain (separator member)?) | member` or `(chain separator member) |
+        member` with one `member` node in both places; else None."""
+        nodes = self.grammar.nodes
+        if len(node.children) != 2:
+            return None
+        first, member = node.children
+        head = nodes[first]
+        if head.kind != Kind.SEQ or len(head.children) != 2:
+            return None
+        chain, tail_id = head.children
+        tail = nodes[tail_id]
+        optional = tail.kind == Kind.REPEAT and tail.payload == (0, 1)
+        if optional:
+            tail = nodes[tail.children[0]]
+        if tail.kind != Kind.SEQ or len(tail.children) != 2 or tail.children[1] != member:
+            return None
+        return chain, tail.children[0], member, optional
+
+    def _join(self, node, optional: bool, results: list[tuple[int, int]]) -> tuple[int, int]:
+        """The fragment of a join from its parts' fragments (the last four results: chain,
+        separator, the mark before the member, member): the member entered from a fresh
+        start or after the separator, left to a fresh exit; the chain's exit goes to the
+        separator, or also to the exit when the member is optional."""
+        (chain_s, chain_e), (sep_s, sep_e), (mark, hidden), (member_s, member_e) = results[-4:]
+        del results[-4:]
+        # the states of the copy not built (and of the `?` around it, which has two)
+        self.hidden += len(self.eps) - mark + self.hidden - hidden + (2 if optional else 0)
+        self._reserve(2, node.line, node.column)
+        s, e = self._new(), self._new()
+        self._eps(s, chain_s)
+        self._eps(s, member_s)
+        self._eps(chain_e, sep_s)
+        if optional:
+            self._eps(chain_e, e)
+        self._eps(sep_e, member_s)
+        self._eps(member_e, e)
+        return s, e
+
+    def _list_parts(self, node) -> tuple[int, int] | None:
+        """`(item, separator)` when a SEQ node is a list join (module docstring): `item
+        (separator item)*` with one `item` node in both places; else None."""
+        nodes = self.grammar.nodes
+        if len(node.children) != 2:
+            return None
+        item, more_id = node.children
+        more = nodes[more_id]
+        if more.kind != Kind.REPEAT or more.payload != (0, None):
+            return None
+        step = nodes[more.children[0]]
+        if step.kind != Kind.SEQ or len(step.children) != 2 or step.children[1] != item:
+            return None
+        return item, step.children[0]
+
+    def _list(self, node, results: list[tuple[int, int]]) -> tuple[int, int]:
+        """The fragment of a list join from its parts' fragments (the last four results:
+        the mark before the item, the item, the mark after it, the separator): the item,
+        then the exit, or the separator and the item again."""
+        (mark, hidden), (item_s, item_e), (end, end_hidden), (sep_s, sep_e) = results[-4:]
+        del results[-4:]
+        # the item's second copy and the two states of the `*`, for the one exit made here
+        self.hidden += end - mark + end_hidden - hidden + 1
+        self._reserve(1, node.line, node.column)
+        e = self._new()
+        self._eps(item_e, e)
+        self._eps(item_e, sep_s)
+        self._eps(sep_e, item_s)
+        return item_s, e
+
+    def _counted_name(self, node_id: int, mark: int, hidden: int) -> str | None:
         """The machine name when repetition `node_id`, whose body was just built from state
-        `mark` on, is to be counted; None when it is copied."""
+        `mark` on (and whose joins saved `hidden` more), is to be counted; None when it is
+        copied."""
         repeats = self.info.repeats or {}
         name = repeats.get(node_id)
         if name is None or self.expand_all or node_id in self.info.expand:
@@ -316,7 +433,7 @@ class _Builder:
         copies = (high if high is not None else max(low, 1)) - 1
         if forced and forced[0]:
             return name
-        return name if copies * (len(self.eps) - mark) > EXPAND_STATES else None
+        return name if copies * (len(self.eps) - mark + hidden) > EXPAND_STATES else None
 
     def _count(self, name: str, node, mark: int, child: tuple[int, int]) -> tuple[int, int]:
         """A counted repetition: the body built from `mark` on is dropped (it is built again
@@ -364,6 +481,58 @@ class _Builder:
         self.specials_used |= specials
         self.calls_used |= calls
         self.refs_met |= refs
+        return self._splice(dfa, node)
+
+    def _sub(self, *, expand_all: bool = False) -> _Builder:
+        """A builder of its own for a part built apart (an operand, a piece), over the same
+        grammar, alphabet, limits, budget and products, planning no pieces."""
+        return _Builder(
+            self.grammar,
+            self.info,
+            self.alphabet,
+            self.limits,
+            self.budget,
+            self.rule,
+            expand_all=expand_all,
+            products=self.products,
+        )
+
+    def _piece(self, node_id: int, node) -> tuple[int, int]:
+        """A subtree planned as a piece (`pieces.py`): its minimal DFA, built by a builder of
+        its own the first time an equal subtree is met in this attempt, spliced in."""
+        from trgc.automata.dfa import Counter, determinize_table
+        from trgc.automata.minimize import minimize_table
+        from trgc.automata.pieces import Piece
+
+        assert self.pieces is not None
+        piece = self.pieces.reuse(node_id)
+        if piece is None:
+            before = self.budget.used
+            sub = self._sub()
+            nfa = sub.build(node_id)
+            table = determinize_table(
+                nfa, rule=self.rule, limits=self.limits, budget=self.budget, counter=Counter()
+            )
+            piece = Piece(
+                minimize_table(table, self.budget),
+                frozenset(sub.specials_used),
+                frozenset(sub.calls_used),
+                frozenset(sub.refs_met),
+                frozenset(sub.repeats_met),
+                nfa.in_place,
+                self.budget.used - before,
+            )
+            self.pieces.keep(node_id, piece)
+        self.specials_used |= piece.specials
+        self.calls_used |= piece.calls
+        self.refs_met |= piece.refs
+        self.repeats_met |= piece.repeats
+        self.hidden += piece.nfa_states - (piece.table.n_states + 1)
+        return self._splice(piece.table, node)
+
+    def _splice(self, dfa: Table, node) -> tuple[int, int]:
+        """A DFA as a fragment: its states, then a fresh exit after the accepting ones. The
+        DFA's start is the entry (edges into an entry are safe; no epsilon leaves it)."""
         self._reserve(dfa.n_states + 1, node.line, node.column)
         base = len(self.eps)
         for _ in range(dfa.n_states + 1):
@@ -404,16 +573,7 @@ class _Builder:
         for child in node.children:
             negated = self.grammar.nodes[child].kind == Kind.NOT
             inner = self.grammar.nodes[child].children[0] if negated else child
-            sub = _Builder(
-                self.grammar,
-                self.info,
-                self.alphabet,
-                self.limits,
-                self.budget,
-                self.rule,
-                expand_all=True,
-                products=self.products,
-            )
+            sub = self._sub(expand_all=True)
             operands.append((sub.build(inner), negated))
             specials |= sub.specials_used
             calls |= sub.calls_used
@@ -422,12 +582,14 @@ class _Builder:
         dfa = product(operands, self.alphabet, what=what, limits=self.limits, budget=self.budget)
         return Product(dfa, frozenset(specials), frozenset(calls), frozenset(refs))
 
-    def _repeat(self, node, mark: int, child: tuple[int, int]) -> tuple[int, int]:
-        """`child{low,high}` from the child's state range [mark, len) copied as a template."""
+    def _repeat(self, node, mark: int, hidden: int, child: tuple[int, int]) -> tuple[int, int]:
+        """`child{low,high}` from the child's state range [mark, len) copied as a template
+        (each copy saves the `hidden` states its joins saved)."""
         low, high = node.payload[:2]
         count = high if high is not None else max(low, 1)
         size = len(self.eps) - mark
-        self._reserve((count - 1) * size + 2, node.line, node.column)
+        self._reserve((count - 1) * (size + hidden) + 2, node.line, node.column)
+        self.hidden += (count - 1) * hidden
         eps, edges = self.eps, self.edges
         template_eps = eps[mark : mark + size]
         template_edges = edges[mark : mark + size]
@@ -469,6 +631,7 @@ def build_nfa(
     budget: Budget,
     root: int | None = None,
     products: ProductMemo | None = None,
+    pieces: PieceMemo | None = None,
 ) -> tuple[Nfa, frozenset[str], frozenset[str], Depends]:
     """The NFA of machine `rule`: the body of that rule, or the subtree at `root` (a counted
     repetition's body), with non-recursive references inlined. `products` shares the
@@ -476,9 +639,13 @@ def build_nfa(
 
     Returns the NFA, the special names it uses, the machines it calls and what it depends on.
     """
-    builder = _Builder(grammar, info, alphabet, limits, budget, rule, products=products)
+    builder = _Builder(
+        grammar, info, alphabet, limits, budget, rule, products=products, pieces=pieces
+    )
     if root is None:
         root = grammar.rules[info.index[rule]].body
+    if pieces is not None:
+        builder.chosen = pieces.plan(root)
     nfa = builder.build(root)
     depends = Depends(frozenset(builder.refs_met), frozenset(builder.repeats_met))
     return nfa, frozenset(builder.specials_used), frozenset(builder.calls_used), depends

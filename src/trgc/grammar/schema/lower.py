@@ -1539,6 +1539,13 @@ class Lowering(Combinators, ArrayKeywords, MemberOrder):
         """One member of any of the `(key, value)` forms."""
         return self.b.alt(*(self.b.seq(k, v) for k, v in forms)) if forms else None
 
+    def _member_joined(self, member: tuple[int, int]) -> int:
+        """A member `(key, value)` that may come first or after a comma, as one node for both
+        places (`_member_body`). A large value is a shared machine (`_uses`), as it was when
+        each place had a copy of the member, so the artifact is the same."""
+        key, value = member
+        return self.b.seq(key, self._uses(value, 1)[0])
+
     def _member_uses(self, member: tuple[int, int], n: int) -> list[int]:
         """`n` uses of a member `(key, value)`: the key (a literal or a small name automaton)
         copied, the value shared (`_uses`), so that each use is decided by its key's bytes
@@ -1572,23 +1579,23 @@ class Lowering(Combinators, ArrayKeywords, MemberOrder):
 
         `chain` is the language of member lists ending at the current member (None before the
         first); `leading` says whether every member so far was optional, so the current one may
-        also come first. Each value appears at most twice (as first member, and after a comma),
-        and a large one only once, as a shared machine (`_member_uses`)."""
+        also come first: `(chain ("," m)?) | m`, where both places hold the same node `m`,
+        which the NFA builder builds once (`automata.nfa`, "Joins"); a large value in it is a
+        shared machine (`_member_joined`)."""
         b = self.b
         chain: int | None = None
         leading = True
         for member, is_required in members:
             if chain is None:
                 chain = self.b.seq(*member)
+            elif leading:
+                # first, or after a comma: one node in both places (`automata.nfa` joins them)
+                joined = self._member_joined(member)
+                tail = b.seq(self.layout.comma(), joined)
+                chain = b.alt(b.seq(chain, tail if is_required else b.opt(tail)), joined)
             else:
-                after, first = (
-                    self._member_uses(member, 2) if leading else (self.b.seq(*member), None)
-                )
-                tail = b.seq(self.layout.comma(), after)
-                options = [b.seq(chain, tail if is_required else b.opt(tail))]
-                if first is not None:
-                    options.append(first)
-                chain = b.alt(*options)
+                tail = b.seq(self.layout.comma(), self.b.seq(*member))
+                chain = b.seq(chain, tail if is_required else b.opt(tail))
             if is_required:
                 leading = False
         body = chain
@@ -1642,12 +1649,15 @@ class Lowering(Combinators, ArrayKeywords, MemberOrder):
             return self.layout.empty("[]")
         if k == 0:
             assert rest is not None
-            first, later = self._twice(rest)
+            counted = lo > 1 or hi is not None
+            # unbounded: `x ("," x)*` with one node `x` in both places (`automata.nfa` joins
+            # them); a counter's body is a machine of its own, so it needs its own copy
+            first, later = self._twice(rest) if counted else [self._uses(rest, 1)[0]] * 2
             more = b.rep(
                 b.seq(self.layout.comma(), later),
                 max(0, lo - 1),
                 None if hi is None else hi - 1,
-                counted=lo > 1 or hi is not None,
+                counted=counted,
             )
             body = b.seq(first, more)
         else:
@@ -1716,16 +1726,19 @@ class Lowering(Combinators, ArrayKeywords, MemberOrder):
         return count
 
     def _copy(self, root: int) -> int:
-        """A fresh copy of the subtree at `root` (post-order, no recursion)."""
+        """A fresh copy of the subtree at `root`, each node once (a join's member stays one
+        node under its two parents). Nodes name only nodes made before them, so ascending
+        index order copies children first."""
         nodes = self.grammar.nodes
-        order: list[int] = []
+        seen = {root}
         stack = [root]
         while stack:
-            i = stack.pop()
-            order.append(i)
-            stack.extend(nodes[i].children)
+            for below in nodes[stack.pop()].children:
+                if below not in seen:
+                    seen.add(below)
+                    stack.append(below)
         new: dict[int, int] = {}
-        for i in reversed(order):
+        for i in sorted(seen):
             node = nodes[i]
             new[i] = self.b.node(node.kind, tuple(new[c] for c in node.children), node.payload)
         return new[root]

@@ -1,7 +1,8 @@
 """A small builder over the arena AST used by the trj-1 lowering, with a projected state bound.
 
-Every call appends fresh nodes (the lowering never shares a node between two parents, so the
-arena stays a tree and the compiler may walk it any way it likes). JSON Schema nodes carry
+Every call appends fresh nodes. The lowering shares a node between two parents in one place
+only: a join (`lower._member_body`, `automata.nfa`), where a member that may come first or
+after a comma is one node under both; everywhere else the arena is a tree. JSON Schema nodes carry
 line 0 / column 0; the JSON pointer of their origin is kept on the rules instead.
 
 Each node also carries a lower bound on the NFA states its subtree needs: what the Thompson

@@ -52,6 +52,16 @@ SCHEMAS = [
             "required": ["v"],
         },
     },
+    # additional members: alone (a list join), after required or optional members, counted
+    {"type": "object", "additionalProperties": {"type": "number"}},
+    {"type": "object", "additionalProperties": {"type": "number"}, "minProperties": 1},
+    {"type": "object", "additionalProperties": {"type": "string"}, "maxProperties": 3},
+    {
+        "type": "object",
+        "properties": {"a": {"type": "number"}, "b": {"type": "string", "maxLength": 5}},
+        "required": ["a"],
+        "additionalProperties": {"type": "array", "items": {"type": "number"}},
+    },
     # nested optional objects, a large value (a shared machine) and a date piece
     {
         "type": "object",

@@ -1499,7 +1499,10 @@ class Lowering(Combinators, ArrayKeywords, MemberOrder):
                 "names a finite automaton cannot keep distinct",
                 hint="declare the members the object must have (properties and required)",
             )
-        first, later = self._extra_uses(extra, 2)
+        # unbounded: a list join (one node in both places); a counter's body needs its own
+        first, later = (
+            self._extra_uses(extra, 2) if hi is not None else self._extra_uses(extra, 1) * 2
+        )
         more = b.rep(
             b.seq(self.layout.comma(), later),
             0,
@@ -1600,17 +1603,22 @@ class Lowering(Combinators, ArrayKeywords, MemberOrder):
                 leading = False
         body = chain
         if extra is not None:
-            uses = self._extra_uses(extra, 3 if chain is not None and leading else 2)
-            only_extras = b.seq(uses[0], b.rep(b.seq(self.layout.comma(), uses[1]), 0, None))
-            if chain is None:
-                body = only_extras
-            elif leading:
-                body = b.alt(
-                    b.seq(chain, b.rep(b.seq(self.layout.comma(), uses[2]), 0, None)), only_extras
-                )
-            else:
-                body = b.seq(chain, b.rep(b.seq(self.layout.comma(), uses[1]), 0, None))
+            body = self._with_extras(chain, leading, extra)
         return body, leading
+
+    def _with_extras(self, chain: int | None, leading: bool, extra: list[tuple[int, int]]) -> int:
+        """The member list `chain` followed by any number of additional members, which may
+        also come alone when every declared member is optional. Alone they are a list join
+        `x ("," x)*` (one node `x`, `automata.nfa`); after the declared members, a node of
+        their own."""
+        b, comma = self.b, self.layout.comma
+        uses = self._extra_uses(extra, 2 if chain is not None and leading else 1)
+        if chain is None:
+            return b.seq(uses[0], b.rep(b.seq(comma(), uses[0]), 0, None))
+        after = b.seq(chain, b.rep(b.seq(comma(), uses[-1]), 0, None))
+        if not leading:
+            return after
+        return b.alt(after, b.seq(uses[0], b.rep(b.seq(comma(), uses[0]), 0, None)))
 
     # ---- arrays -------------------------------------------------------------------------------
 

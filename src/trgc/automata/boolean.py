@@ -38,20 +38,15 @@ from __future__ import annotations
 import numpy as np
 
 from trgc.automata.alphabet import Alphabet
-from trgc.automata.dfa import NONE, Counter, Table, determinize_table
+from trgc.automata.dfa import NONE, Table
 from trgc.automata.graph import coreachable
 from trgc.automata.grouping import distinct_sorted, group_rows
-from trgc.automata.minimize import minimize_table, renumber_table
+from trgc.automata.minimize import minimal_table, minimize_table, renumber_table
 from trgc.automata.nfa import Nfa
 from trgc.errors import TrgcError
 from trgc.limits import Budget, Limits, check_limit
 
 SINK = -1  # a complemented operand that has left its automaton (it rejects from here on)
-
-
-def _operand_table(nfa: Nfa, what: str, limits: Limits, budget: Budget) -> Table:
-    table = determinize_table(nfa, rule=what, limits=limits, budget=budget, counter=Counter())
-    return minimize_table(table, budget)
 
 
 def _refuse_atoms(
@@ -148,7 +143,7 @@ def product(
     tables: list[Table] = []
     negated: list[bool] = []
     for nfa, neg in operands:
-        table = _operand_table(nfa, what, limits, budget)
+        table = minimal_table(nfa, what=what, limits=limits, budget=budget)
         _refuse_atoms(
             table,
             alphabet,

@@ -29,12 +29,17 @@ transition once, so the rounds charge less than it would whenever they settle).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from trgc.automata.dfa import NONE, Dfa, Table
+from trgc.automata.dfa import NONE, Counter, Dfa, Table, determinize_table
 from trgc.automata.graph import bfs_order, csr, edge_pairs
 from trgc.automata.grouping import group_rows, multipliers, sort_groups
-from trgc.limits import Budget
+from trgc.limits import Budget, Limits
+
+if TYPE_CHECKING:
+    from trgc.automata.nfa import Nfa
 
 
 def renumber_table(table: Table, start: int = 0) -> Table:
@@ -255,3 +260,11 @@ def renumber(dfa: Dfa, start: int = 0) -> Dfa:
                 queue.append(t)
     delta = [{a: order[t] for a, t in sorted(dfa.delta[s].items())} for s in queue]
     return Dfa(delta, [dfa.accepting[s] for s in queue])
+
+
+def minimal_table(nfa: Nfa, *, what: str, limits: Limits, budget: Budget) -> Table:
+    """The minimal DFA of an NFA built apart (an operand of a product, a piece of a machine):
+    its subset construction is checked against `limits.states` on its own, not toward the
+    running totals of the machines."""
+    table = determinize_table(nfa, rule=what, limits=limits, budget=budget, counter=Counter())
+    return minimize_table(table, budget)

@@ -14,10 +14,11 @@ Joins: `(c (s m)?) | m` and `(c s m) | m` with the *same node* `m` in both place
 trj-1 lowering writes an optional member so: first, or after the members before it and a
 comma) build `m` once, entered from the start or after `s`, its exit the alternation's exit:
 the language of two copies. A list join `x (s x)*` with one node `x` in both places (an
-array's items) builds `x` once, left to the exit or through `s` back into `x`. Pieces (`pieces.py`): a subtree equal to another of the same
-machine is built apart once, and its minimal DFA spliced at each. Both only save work; the
-builder keeps the NFA states they saved in `hidden` (`Nfa.in_place`), so that the state limit
-and the choice between counting and copying a repetition are those of the plain build.
+array's items) builds `x` once, left to the exit or through `s` back into `x`. Pieces
+(`pieces.py`): a subtree equal to another of the same machine is built apart once, and its
+minimal DFA spliced at each. Both only save work; the builder keeps the NFA states they saved
+in `hidden` (`Nfa.in_place`), so that the state limit and the choice between counting and
+copying a repetition are those of the plain build.
 
 Bounded repetition `x{m,n}` is *counted* (docs/compilation.md, "Counters"): its body becomes a
 machine of its own whose frame carries an iteration counter, and the repetition is one call
@@ -423,8 +424,8 @@ class _Builder:
 
     def _counted_name(self, node_id: int, mark: int, hidden: int) -> str | None:
         """The machine name when repetition `node_id`, whose body was just built from state
-        `mark` on (and whose joins saved `hidden` more), is to be counted; None when it is
-        copied."""
+        `mark` on (and whose joins and pieces saved `hidden` more), is to be counted; None
+        when it is copied."""
         repeats = self.info.repeats or {}
         name = repeats.get(node_id)
         if name is None or self.expand_all or node_id in self.info.expand:
@@ -500,8 +501,7 @@ class _Builder:
     def _piece(self, node_id: int, node) -> tuple[int, int]:
         """A subtree planned as a piece (`pieces.py`): its minimal DFA, built by a builder of
         its own the first time an equal subtree is met in this attempt, spliced in."""
-        from trgc.automata.dfa import Counter, determinize_table
-        from trgc.automata.minimize import minimize_table
+        from trgc.automata.minimize import minimal_table
         from trgc.automata.pieces import Piece
 
         assert self.pieces is not None
@@ -510,11 +510,8 @@ class _Builder:
             before = self.budget.used
             sub = self._sub()
             nfa = sub.build(node_id)
-            table = determinize_table(
-                nfa, rule=self.rule, limits=self.limits, budget=self.budget, counter=Counter()
-            )
             piece = Piece(
-                minimize_table(table, self.budget),
+                minimal_table(nfa, what=self.rule, limits=self.limits, budget=self.budget),
                 frozenset(sub.specials_used),
                 frozenset(sub.calls_used),
                 frozenset(sub.refs_met),
@@ -584,7 +581,7 @@ class _Builder:
 
     def _repeat(self, node, mark: int, hidden: int, child: tuple[int, int]) -> tuple[int, int]:
         """`child{low,high}` from the child's state range [mark, len) copied as a template
-        (each copy saves the `hidden` states its joins saved)."""
+        (each copy saves the `hidden` states its joins and pieces saved)."""
         low, high = node.payload[:2]
         count = high if high is not None else max(low, 1)
         size = len(self.eps) - mark

@@ -5,9 +5,10 @@ states and whose subset construction gives 239 before minimisation merges them i
 integer members built in place cost the subset construction five times that. `PieceMemo.plan`
 picks, top down, the subtrees of a machine that build `MIN_PIECE_NODES` to
 `MAX_PIECE_NODES` nodes (inlined rule bodies included) and whose structural key
-(`reuse.StructureKeys`, loose) two or more distinct such nodes share; the NFA builder (`nfa._Builder._piece`) builds the first
-on its own (NFA, subset construction, minimisation) and splices its minimal DFA wherever an
-equal subtree occurs, as it splices the product of an AND node. A piece is never planned
+(`reuse.StructureKeys`, loose) two or more distinct such nodes share; the NFA builder
+(`nfa._Builder._piece`) builds the first on its own (NFA, subset construction, minimisation:
+`minimize.minimal_table`) and splices its minimal DFA wherever an equal subtree occurs, as it
+splices the product of an AND node. A piece is never planned
 inside a piece. Smaller subtrees (a number, a string: 30 to 40 nodes) are not worth it: the
 subset construction of their own costs what it saves.
 
@@ -85,7 +86,7 @@ class PieceMemo:
         counts: dict[int, int] = {}  # key -> distinct large nodes with it
         for node_id, size in sizes.items():
             if MIN_PIECE_NODES <= size <= MAX_PIECE_NODES:
-                key = self._key(node_id)
+                key = self.structure.keys(node_id)[0]
                 counts[key] = counts.get(key, 0) + 1
         charged = len(sizes)
         chosen: list[int] = []
@@ -97,17 +98,12 @@ class PieceMemo:
                 size = sizes[node_id]
                 if size < MIN_PIECE_NODES:
                     continue
-                if size <= MAX_PIECE_NODES and counts[self._key(node_id)] > 1:
+                if size <= MAX_PIECE_NODES and counts[self.structure.keys(node_id)[0]] > 1:
                     chosen.append(node_id)
                 else:
                     stack.extend(self._inside(node_id))
         self.budget.charge(charged, "NFA construction")
         return frozenset(chosen)
-
-    def _key(self, node_id: int) -> int:
-        """The node's loose structural key."""
-        found = self.structure.number.get(node_id)
-        return (found or self.structure.keys(node_id))[0]
 
     def _inside(self, node_id: int) -> tuple[int, ...]:
         """What the builder builds inside a node: its children, or an inlined rule's body."""

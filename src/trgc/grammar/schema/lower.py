@@ -1611,14 +1611,16 @@ class Lowering(Combinators, ArrayKeywords, MemberOrder):
         also come alone when every declared member is optional. Alone they are a list join
         `x ("," x)*` (one node `x`, `automata.nfa`); after the declared members, a node of
         their own."""
-        b, comma = self.b, self.layout.comma
+        b = self.b
         uses = self._extra_uses(extra, 2 if chain is not None and leading else 1)
+
+        def more(first: int, each: int) -> int:  # `first ("," each)*`
+            return b.seq(first, b.rep(b.seq(self.layout.comma(), each), 0, None))
+
         if chain is None:
-            return b.seq(uses[0], b.rep(b.seq(comma(), uses[0]), 0, None))
-        after = b.seq(chain, b.rep(b.seq(comma(), uses[-1]), 0, None))
-        if not leading:
-            return after
-        return b.alt(after, b.seq(uses[0], b.rep(b.seq(comma(), uses[0]), 0, None)))
+            return more(uses[0], uses[0])
+        after = more(chain, uses[-1])
+        return b.alt(after, more(uses[0], uses[0])) if leading else after
 
     # ---- arrays -------------------------------------------------------------------------------
 

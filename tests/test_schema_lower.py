@@ -81,10 +81,16 @@ def _join_member(g, at: int) -> int | None:
     return None
 
 
-def test_every_node_is_well_formed_and_the_arena_is_a_tree_but_for_joins():
+def test_every_node_is_well_formed_and_the_arena_is_a_tree_but_for_joins_and_suffixes():
     g = lower(
         json.loads(json.dumps(TREE))
-        | {"properties": {"a": {"enum": ["x", "é"]}, "b": {"type": "string", "format": "date"}}}
+        | {
+            "properties": {
+                "a": {"enum": ["x", "é"]},
+                "b": {"type": "string", "format": "date"},
+                "c": {"type": "integer", "minimum": 7},
+            }
+        }
     )
     parents = [0] * len(g.nodes)
     joined = {_join_member(g, i) for i in range(len(g.nodes))} - {None}
@@ -99,8 +105,13 @@ def test_every_node_is_well_formed_and_the_arena_is_a_tree_but_for_joins():
             ranges = node.payload
             assert list(ranges) == sorted(ranges)
             assert all(not (lo <= 0xDFFF and hi >= 0xD800) for lo, hi in ranges)
-    # a node has one parent, but a join's member or item, which has two
-    assert all(count <= 1 or (i in joined and count == 2) for i, count in enumerate(parents))
+    # a node has one parent, but a join's member or item, which has two, and a suffix (the
+    # free digits ending an integer's branches), which the NFA builder builds once
+    assert g.suffixes and all(parents[i] >= 2 for i in g.suffixes)
+    assert all(
+        count <= 1 or (i in joined and count == 2) or i in g.suffixes
+        for i, count in enumerate(parents)
+    )
 
 
 def test_canonical_json_matches_json_dumps():

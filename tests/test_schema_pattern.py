@@ -160,3 +160,31 @@ def test_nullable_group_repetition():
     with pytest.raises(TrgcError) as info:
         trgc.compile_schema({"type": "string", "pattern": "^(a?b?)+$"})
     assert info.value.code == "E_UNSUPPORTED_KEYWORD"
+
+
+def test_wide_digit_and_word_classes_are_those_of_python_re_and_unicodedata():
+    """The wide `\\d` and `\\w` (what either engine may count) are found by `re` over one
+    string of every scalar; each agrees with the per-scalar definition: category Nd, or
+    alphanumeric or `_`."""
+    import unicodedata
+
+    from trgc.grammar.charclass import MAX_SCALAR
+    from trgc.grammar.schema.regex import _unicode_ranges
+
+    for kind, test in (
+        ("d", lambda c: unicodedata.category(c) == "Nd"),
+        ("w", lambda c: c.isalnum() or c == "_"),
+    ):
+        ranges = _unicode_ranges(kind)
+        inside = [False] * (MAX_SCALAR + 1)
+        for lo, hi in ranges:
+            inside[lo : hi + 1] = [True] * (hi - lo + 1)
+        wrong = [
+            cp
+            for cp in range(MAX_SCALAR + 1)
+            if not 0xD800 <= cp <= 0xDFFF and inside[cp] != test(chr(cp))
+        ]
+        assert not wrong, (kind, wrong[:5])
+        assert all(a[1] + 1 < b[0] for a, b in zip(ranges, ranges[1:], strict=False))
+        assert all(hi < 0xD800 or lo > 0xDFFF for lo, hi in ranges)  # no surrogate
+        assert len(ranges) > 50  # far beyond ASCII

@@ -20,6 +20,14 @@ minimal DFA spliced at each. Both only save work; the builder keeps the NFA stat
 in `hidden` (`Nfa.in_place`), so that the state limit and the choice between counting and
 copying a repetition are those of the plain build.
 
+Suffixes: a node the lowering marked (`Grammar.suffixes`: the free digits that end many
+branches of an integer range) is built once per *region*, the part of the tree whose ends all
+lead to one exit: a node shares its parent's region when it ends the parent (the last item of
+a sequence, an alternative, an inlined rule's body), and starts a new one otherwise (an item
+followed by more, a repetition's body, a join's part). Entering the fragment built before in
+the region adds exactly the strings of a second copy, since every path from its exit goes on
+to the region's exit and nowhere else. The states saved are counted in `hidden` as well.
+
 Bounded repetition `x{m,n}` is *counted* (docs/compilation.md, "Counters"): its body becomes a
 machine of its own whose frame carries an iteration counter, and the repetition is one call
 edge, so its size does not depend on `m` or `n`. Only when copying is cheaper than a frame (at
@@ -167,6 +175,11 @@ class _Builder:
         # NFA states the joins and pieces saved: limits and the choice between counting and
         # copying see the NFA as if every joined node were built twice and every piece in place
         self.hidden = 0
+        # suffixes (`Grammar.suffixes`) built so far: (node, region) -> (entry, exit, NFA
+        # states in place, operations charged); a region is the part of the tree whose
+        # ends lead to one exit (`build`)
+        self.suffixes: dict[tuple[int, int], tuple[int, int, int, int]] = {}
+        self.regions = 0
 
     def _reserve(self, count: int, line: int, column: int) -> None:
         total = len(self.eps) + self.hidden + count
@@ -236,13 +249,23 @@ class _Builder:
 
     def build(self, root: int) -> Nfa:
         nodes = self.grammar.nodes
+        marked = self.grammar.suffixes
         results: list[tuple[int, int]] = []
-        stack: list[tuple] = [("enter", root)]
+        # ("enter", node, region): a node's region is its parent's when it ends its parent
+        # (the last item of a sequence, any alternative, an inlined rule's body), else new
+        stack: list[tuple] = [("enter", root, self._region())]
         while stack:
             item = stack.pop()
             self.budget.charge(1, "NFA construction")
             if item[0] == "enter":
-                node_id = item[1]
+                _, node_id, region = item
+                if node_id in marked:
+                    found = self._suffix(node_id, region)
+                    if found is not None:
+                        results.append(found)
+                        continue
+                    mark = (len(self.eps), self.hidden, self.budget.used)
+                    stack.append(("suffix", node_id, region, *mark))
                 node = nodes[node_id]
                 kind = node.kind
                 if node_id in self.chosen:
@@ -282,27 +305,33 @@ class _Builder:
                         self.calls_used.add(name)
                         results.append((s, e))
                     else:
-                        stack.append(("enter", self.grammar.rules[ri].body))
+                        stack.append(("enter", self.grammar.rules[ri].body, region))
                 elif kind == Kind.AND:
                     results.append(self._boolean(node_id, node))
                 elif kind == Kind.ALT and (parts := self._join_parts(node)) is not None:
                     chain, separator, member, optional = parts
                     stack.append(("join", node_id, optional))
-                    stack.append(("enter", member))
+                    stack.append(("enter", member, self._region()))
                     stack.append(("mark",))
-                    stack.append(("enter", separator))
-                    stack.append(("enter", chain))
+                    stack.append(("enter", separator, self._region()))
+                    stack.append(("enter", chain, self._region()))
                 elif kind == Kind.SEQ and (parts := self._list_parts(node)) is not None:
                     item, separator = parts
                     stack.append(("list", node_id))
-                    stack.append(("enter", separator))
+                    stack.append(("enter", separator, self._region()))
                     stack.append(("mark",))
-                    stack.append(("enter", item))
+                    stack.append(("enter", item, self._region()))
                     stack.append(("mark",))
-                elif kind in (Kind.SEQ, Kind.ALT):
+                elif kind == Kind.ALT:
                     stack.append((kind, node_id, len(node.children)))
                     for child in reversed(node.children):
-                        stack.append(("enter", child))
+                        stack.append(("enter", child, region))
+                elif kind == Kind.SEQ:
+                    stack.append((kind, node_id, len(node.children)))
+                    *before, last = node.children
+                    stack.append(("enter", last, region))
+                    for child in reversed(before):
+                        stack.append(("enter", child, self._region()))
                 elif kind == Kind.REPEAT:
                     self.repeats_met.add(node_id)
                     low, high = node.payload[:2]
@@ -312,11 +341,16 @@ class _Builder:
                         results.append((s, s))
                     else:
                         stack.append((Kind.REPEAT, node_id, len(self.eps), self.hidden))
-                        stack.append(("enter", node.children[0]))
+                        stack.append(("enter", node.children[0], self._region()))
                 else:  # a NOT outside an AND has no universe
                     raise TrgcError("E_INTERNAL", f"AST node kind {kind!r} here")
             elif item[0] == "mark":
                 results.append((len(self.eps), self.hidden))
+            elif item[0] == "suffix":
+                _, node_id, region, mark, hidden, used = item
+                entry, exit_ = results[-1]
+                states = len(self.eps) - mark + self.hidden - hidden
+                self.suffixes[node_id, region] = (entry, exit_, states, self.budget.used - used)
             elif item[0] == "join":
                 results.append(self._join(nodes[item[1]], item[2], results))
             elif item[0] == "list":
@@ -351,6 +385,24 @@ class _Builder:
                     results.append(self._count(name, nodes[node_id], mark, child))
         (start, final) = results.pop()
         return Nfa(_frozen(self.eps), _frozen(self.edges), start, final, self.hidden)
+
+    def _region(self) -> int:
+        """A new region (`build`)."""
+        self.regions += 1
+        return self.regions
+
+    def _suffix(self, node_id: int, region: int) -> tuple[int, int] | None:
+        """The fragment of suffix `node_id` built before in `region`, entered again: the
+        paths from its exit all lead to the region's exit, so a second entry into it adds
+        exactly the strings of a second copy. Counted as built in place (`hidden`) and
+        charged what building it was charged."""
+        found = self.suffixes.get((node_id, region))
+        if found is None:
+            return None
+        entry, exit_, states, operations = found
+        self.hidden += states
+        self.budget.charge(operations, "NFA construction")
+        return entry, exit_
 
     def _join_parts(self, node) -> tuple[int, int, int, bool] | None:
         """`(chain, separator, member, optional)` when an ALT node is a join (module

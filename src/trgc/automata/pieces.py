@@ -1,8 +1,9 @@
 """Equal subtrees of a machine built once, as one minimal DFA spliced at every occurrence.
 
-The integer of the default range (±(2^53 − 1)) is a tree of 195 AST nodes whose NFA has 640
-states and whose subset construction gives 239 before minimisation merges them into 33: five
-integer members built in place cost the subset construction five times that. `PieceMemo.plan`
+The integer of the default range (±(2^53 − 1)) is 107 AST nodes whose NFA has 154 states
+(its free digits are suffixes, `nfa.py`) and whose subset construction gives 46 before
+minimisation merges them into 33: five integer members built in place cost the subset
+construction five times that. `PieceMemo.plan`
 picks, top down, the subtrees of a machine that build `MIN_PIECE_NODES` to
 `MAX_PIECE_NODES` nodes (inlined rule bodies included) and whose structural key
 (`reuse.StructureKeys`, loose) two or more distinct such nodes share; the NFA builder

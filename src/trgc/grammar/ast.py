@@ -72,6 +72,9 @@ class Grammar:
     options: dict[str, object] = field(
         default_factory=dict
     )  # lowering options recorded in metadata
+    # nodes the lowering placed at the end of several branches (the arena is a DAG there):
+    # the NFA builder builds each once where those ends meet (`automata.nfa`, "Suffixes")
+    suffixes: set[int] = field(default_factory=set)
 
     def add(
         self,

@@ -1748,9 +1748,12 @@ class Lowering(Combinators, ArrayKeywords, MemberOrder):
                     seen.add(below)
                     stack.append(below)
         new: dict[int, int] = {}
+        suffixes = self.grammar.suffixes
         for i in sorted(seen):
             node = nodes[i]
             new[i] = self.b.node(node.kind, tuple(new[c] for c in node.children), node.payload)
+            if i in suffixes:
+                suffixes.add(new[i])
         return new[root]
 
     def _twice(self, node: int) -> tuple[int, int]:

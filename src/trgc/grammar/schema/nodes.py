@@ -95,7 +95,7 @@ class Builder:
                 )
             return root
         first, end, root, states, _ = found
-        nodes, cost = self.grammar.nodes, self._cost
+        nodes, cost, suffixes = self.grammar.nodes, self._cost, self.grammar.suffixes
         offset = len(nodes) - first
         for i in range(first, end):
             kind, line, column, children, payload = nodes[i]
@@ -103,6 +103,8 @@ class Builder:
                 children = tuple(c + offset for c in children)
             nodes.append(Node(kind, line, column, children, payload))
             cost[i + offset] = cost[i]
+            if i in suffixes:
+                suffixes.add(i + offset)
         self.states += states
         return root + offset
 
@@ -130,6 +132,11 @@ class Builder:
             return self._add(kind, own, children, payload)
         own = {Kind.EMPTY: 1, Kind.SEQ: 0}.get(kind, 2)  # ALT, CLASS, SPECIAL, REF: 2
         return self._add(kind, own, children, payload)
+
+    def suffix(self, node: int) -> int:
+        """`node`, marked as placed at the end of several branches (`Grammar.suffixes`)."""
+        self.grammar.suffixes.add(node)
+        return node
 
     def empty(self) -> int:
         return self.node(Kind.EMPTY, ())

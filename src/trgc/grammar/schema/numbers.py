@@ -25,7 +25,27 @@ def _digit(b: Builder, lo: str = "0", hi: str = "9") -> int:
     return b.cls([(ord(lo), ord(hi))])
 
 
-def _same_length(b: Builder, lo: str, hi: str) -> int:
+class _Free:
+    """`[0-9]{k}` as shared suffixes: one node per `k` within one range, `k` digits of which
+    the last `k - 1` are the node for `k - 1`, marked a suffix (`Grammar.suffixes`) once it
+    is used twice. The expansion below ends many branches in free digits; the NFA builder
+    builds each such chain once, so the integer of the default range walks a few dozen
+    subset states, not hundreds."""
+
+    def __init__(self, b: Builder) -> None:
+        self.b = b
+        self.chains: dict[int, int] = {}
+
+    def __call__(self, k: int) -> int:
+        found = self.chains.get(k)
+        if found is not None:
+            return self.b.suffix(found)
+        b = self.b
+        found = self.chains[k] = _digit(b) if k == 1 else b.seq(_digit(b), self(k - 1))
+        return found
+
+
+def _same_length(b: Builder, lo: str, hi: str, free: _Free) -> int:
     """Digit strings of equal length between `lo` and `hi` inclusive (depth ≤ 16 digits)."""
     n = len(lo)
     if lo == hi:
@@ -33,21 +53,21 @@ def _same_length(b: Builder, lo: str, hi: str) -> int:
     if n == 1:
         return _digit(b, lo, hi)
     if lo[0] == hi[0]:
-        return b.seq(b.lit(lo[0]), _same_length(b, lo[1:], hi[1:]))
+        return b.seq(b.lit(lo[0]), _same_length(b, lo[1:], hi[1:], free))
     options: list[int] = []
     first_full = int(lo[0])
     last_full = int(hi[0])
     if lo[1:] != "0" * (n - 1):
-        options.append(b.seq(b.lit(lo[0]), _same_length(b, lo[1:], "9" * (n - 1))))
+        options.append(b.seq(b.lit(lo[0]), _same_length(b, lo[1:], "9" * (n - 1), free)))
         first_full += 1
     middle = None
     if hi[1:] != "9" * (n - 1):
         last_full -= 1
     if first_full <= last_full:
-        middle = b.seq(_digit(b, str(first_full), str(last_full)), b.rep(_digit(b), n - 1, n - 1))
+        middle = b.seq(_digit(b, str(first_full), str(last_full)), free(n - 1))
         options.append(middle)
     if hi[1:] != "9" * (n - 1):
-        options.append(b.seq(b.lit(hi[0]), _same_length(b, "0" * (n - 1), hi[1:])))
+        options.append(b.seq(b.lit(hi[0]), _same_length(b, "0" * (n - 1), hi[1:], free)))
     return b.alt(*options)
 
 
@@ -59,6 +79,7 @@ def natural_range(b: Builder, lo: int, hi: int | None) -> int | None:
     length = len(str(lo))
     top = len(str(hi)) if hi is not None else length
     full: list[int] = []  # digit counts whose every spelling is in range (2 digits and more)
+    free = _Free(b)
     for digits in range(length, top + 1):
         first = 0 if digits == 1 else 10 ** (digits - 1)
         last = 10**digits - 1
@@ -67,7 +88,7 @@ def natural_range(b: Builder, lo: int, hi: int | None) -> int | None:
         if digits > 1 and a == first and z == last:
             full.append(digits)
         elif a <= z:
-            options.append(_same_length(b, str(a), str(z)))
+            options.append(_same_length(b, str(a), str(z), free))
     if full:  # consecutive counts: one counted repetition instead of one chain per count
         options.append(b.seq(_digit(b, "1", "9"), b.rep(_digit(b), full[0] - 1, full[-1] - 1)))
     if hi is None:  # every longer spelling
@@ -79,6 +100,10 @@ def integer_range(b: Builder, lo: int, hi: int) -> int | None:
     """Integers in `[lo, hi]` (already clipped to the safe range); None if the range is empty."""
     if lo > hi:
         return None
+    if lo == -hi and hi > 0:  # symmetric (the default range): 0, or an optional sign first
+        magnitudes = natural_range(b, 1, hi)
+        assert magnitudes is not None
+        return b.alt(b.lit("0"), b.seq(b.opt(b.lit("-")), magnitudes))
     options: list[int] = []
     if lo < 0:
         magnitudes = natural_range(b, max(1, -hi), -lo)

@@ -40,7 +40,7 @@ import numpy as np
 from trgc.automata.alphabet import Alphabet
 from trgc.automata.dfa import NONE, Table
 from trgc.automata.graph import coreachable
-from trgc.automata.grouping import distinct_sorted, group_rows
+from trgc.automata.grouping import distinct_sorted, group_rows, sort_groups
 from trgc.automata.minimize import minimal_table, minimize_table, renumber_table
 from trgc.automata.nfa import Nfa
 from trgc.errors import TrgcError
@@ -156,58 +156,111 @@ def product(
     positive = [i for i, neg in enumerate(negated) if not neg]
     lead = positive[0]
     seg_lo, seg_hi, class_of, reads = _column_classes(tables, lead)
-    n_classes = len(reads[0])
-    rows = [t.next.tolist() for t in tables]
-    accepting = [t.accepting.tolist() for t in tables]
     # what an atom-by-atom walk charges per tuple: the lead operand's atoms, times operands
-    lead_atoms = ((tables[lead].next >= 0) @ tables[lead].width).tolist()
-    n_operands = len(tables)
-    plan = list(enumerate(zip(rows, reads, negated, strict=True)))
-    start = tuple(0 for _ in tables)
-    ids: dict[tuple[int, ...], int] = {start: 0}
-    tuples = [start]
-    out_rows: list[list[int]] = []
-    out_accepting: list[bool] = []
-    index = 0
-    while index < len(tuples):
-        current = tuples[index]
-        index += 1
-        out_accepting.append(
-            all(
-                (state == SINK or not accepting[i][state]) if negated[i] else accepting[i][state]
-                for i, state in enumerate(current)
-            )
-        )
-        budget.charge(lead_atoms[current[lead]] * n_operands, "boolean product")
-        out = [NONE] * n_classes
-        for k in range(n_classes):
-            target: list[int] = []
-            for i, (table_rows, read, neg) in plan:
-                state = current[i]
-                if state == SINK:
-                    target.append(SINK)
-                    continue
-                column = read[k]
-                nxt = table_rows[state][column] if column >= 0 else NONE
-                if nxt < 0:
-                    if not neg:
-                        break
-                    nxt = SINK
-                target.append(nxt)
-            else:
-                key = tuple(target)
-                t = ids.get(key)
-                if t is None:
-                    check_limit(
-                        "states", len(tuples) + 1, limits.states, f"the product automaton of {what}"
-                    )
-                    t = ids[key] = len(tuples)
-                    tuples.append(key)
-                out[k] = t
-        out_rows.append(out)
-    by_class = np.array(out_rows, dtype=np.int32).reshape(len(out_rows), n_classes)
-    walked = Table(by_class[:, class_of], np.array(out_accepting, dtype=bool), seg_lo, seg_hi)
+    lead_atoms = ((tables[lead].next >= 0) @ tables[lead].width) * len(tables)
+    by_class, out_accepting = _walk(
+        [_class_rows(t, read, neg) for t, read, neg in zip(tables, reads, negated, strict=True)],
+        [_accepts(t, neg) for t, neg in zip(tables, negated, strict=True)],
+        lead,
+        lead_atoms,
+        limits=limits,
+        budget=budget,
+        what=f"the product automaton of {what}",
+    )
+    walked = Table(by_class[:, class_of], out_accepting, seg_lo, seg_hi)
     return minimize_table(_trim(walked, budget), budget)
+
+
+def _class_rows(table: Table, read: list[int], negated: bool) -> np.ndarray:
+    """int64[n_states + 1, n_classes]: an operand's next state on each column class, with
+    one more row for its sink (`n_states`). A positive operand without a transition reads
+    NONE (the tuple dies); a complemented one moves to its sink, and stays there."""
+    n = table.n_states
+    columns = np.array(read, dtype=np.int64)
+    rows = np.full((n + 1, columns.size), NONE, dtype=np.int64)
+    has = columns >= 0
+    rows[:n, has] = table.next[:, columns[has]]
+    if negated:
+        rows[rows < 0] = n
+    return rows
+
+
+def _accepts(table: Table, negated: bool) -> np.ndarray:
+    """bool[n_states + 1]: where an operand lets a tuple accept, its sink row last (only a
+    complemented operand reaches it: it accepts where the operand rejects)."""
+    accepting = np.append(table.accepting, False)
+    return ~accepting if negated else accepting
+
+
+def _walk(
+    rows: list[np.ndarray],
+    accepts: list[np.ndarray],
+    lead: int,
+    lead_atoms: np.ndarray,
+    *,
+    limits: Limits,
+    budget: Budget,
+    what: str,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The product of the operands' class rows, breadth first from the tuple of start states
+    (int32[n, n_classes] with NONE, and bool[n] accepting).
+
+    One level of the breadth-first walk at a time, on whole arrays: every tuple of the level
+    reads every class at once, and the tuples met for the first time are numbered in the
+    order a tuple-by-tuple walk (tuples ascending, classes ascending) meets them, so the
+    numbering is that walk's. A tuple is one integer: the operands' states in mixed radix,
+    interned to a dense number after each operand but the last, so keys stay small whatever
+    the operands' sizes."""
+    n_classes = rows[0].shape[1]
+    interns: list[dict[int, int]] = [{} for _ in rows[1:-1]]
+    state_of: dict[int, int] = {}
+    parts = [np.zeros(1, dtype=np.int64) for _ in rows]  # the operands' states of each tuple
+    frontier = [np.zeros(1, dtype=np.int64) for _ in rows]  # those of the current level
+    state_of[int(_keys(frontier, rows, interns)[0])] = 0
+    out: list[np.ndarray] = []
+    count = 1
+    while frontier[0].size:
+        budget.charge(int(lead_atoms[frontier[lead]].sum()), "boolean product")
+        targets = [r[f] for r, f in zip(rows, frontier, strict=True)]  # [m, n_classes] each
+        alive = np.logical_and.reduce([t >= 0 for t in targets])
+        keys = _keys([t[alive] for t in targets], rows, interns)
+        level = np.full(alive.shape, NONE, dtype=np.int32)
+        if keys.size:
+            first, inverse = sort_groups(keys)
+            distinct = keys[first].tolist()
+            ids = np.fromiter((state_of.get(k, NONE) for k in distinct), np.int64, len(distinct))
+            new = np.flatnonzero(ids < 0)
+            new = new[np.argsort(first[new], kind="stable")]  # in order of first meeting
+            if count + new.size > limits.states:
+                check_limit("states", limits.states + 1, limits.states, what)
+            ids[new] = np.arange(count, count + new.size)
+            state_of.update(
+                zip(keys[first[new]].tolist(), range(count, count + new.size), strict=True)
+            )
+            count += new.size
+            level[alive] = ids[inverse]
+            met = first[new]
+            frontier = [t[alive][met] for t in targets]
+            parts = [np.concatenate([p, f]) for p, f in zip(parts, frontier, strict=True)]
+        else:
+            frontier = [f[:0] for f in frontier]
+        out.append(level)
+    accepting = np.logical_and.reduce([a[p] for a, p in zip(accepts, parts, strict=True)])
+    table = np.concatenate(out) if out else np.zeros((0, n_classes), dtype=np.int32)
+    return table, accepting
+
+
+def _keys(states: list[np.ndarray], rows: list[np.ndarray], interns: list[dict]) -> np.ndarray:
+    """One integer per tuple of operand states (`_walk`)."""
+    key = states[0]
+    for i in range(1, len(states)):
+        key = key * rows[i].shape[0] + states[i]
+        if i < len(states) - 1:
+            seen = interns[i - 1]
+            first, inverse = sort_groups(key)
+            dense = [seen.setdefault(k, len(seen)) for k in key[first].tolist()]
+            key = np.array(dense, dtype=np.int64)[inverse] if dense else key
+    return key
 
 
 def _trim(table: Table, budget: Budget) -> Table:

@@ -42,6 +42,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
+import numpy as np
+
 from trgc.automata.alphabet import Alphabet
 from trgc.errors import Span, TrgcError
 from trgc.grammar.ast import Grammar, Kind
@@ -581,29 +583,37 @@ class _Builder:
 
     def _splice(self, dfa: Table, node) -> tuple[int, int]:
         """A DFA as a fragment: its states, then a fresh exit after the accepting ones. The
-        DFA's start is the entry (edges into an entry are safe; no epsilon leaves it)."""
-        self._reserve(dfa.n_states + 1, node.line, node.column)
+        DFA's start is the entry (edges into an entry are safe; no epsilon leaves it). Each
+        run of adjacent segments a row sends to one target is one edge, found on whole
+        arrays (a product of a pattern with a length bound splices 17,000 states)."""
+        n = dfa.n_states
+        self._reserve(n + 1, node.line, node.column)
         base = len(self.eps)
-        for _ in range(dfa.n_states + 1):
-            self._new()
-        exit_ = base + dfa.n_states
-        seg_lo, seg_hi = dfa.seg_lo.tolist(), dfa.seg_hi.tolist()
-        accepting = dfa.accepting.tolist()
-        for s, row in enumerate(dfa.next.tolist()):
-            run: list[int] = []  # [lo, hi, target] of the current run of atoms
-            for lo, hi, target in zip(seg_lo, seg_hi, row, strict=True):
-                if target < 0:
-                    continue
-                if run and lo == run[1] + 1 and target == run[2]:
-                    run[1] = hi
-                    continue
-                if run:
-                    self._edge(base + s, (run[0], run[1], base + run[2]))
-                run = [lo, hi, target]
-            if run:
-                self._edge(base + s, (run[0], run[1], base + run[2]))
-            if accepting[s]:
-                self._eps(base + s, exit_)
+        exit_ = base + n
+        nxt = dfa.next
+        valid = nxt >= 0
+        adjacent = dfa.seg_lo[1:] == dfa.seg_hi[:-1] + 1
+        # column j continues the run of column j - 1
+        goes_on = np.zeros_like(valid)
+        goes_on[:, 1:] = valid[:, 1:] & valid[:, :-1] & (nxt[:, 1:] == nxt[:, :-1]) & adjacent
+        ends = valid.copy()
+        ends[:, :-1] &= ~goes_on[:, 1:]
+        state, first = np.nonzero(valid & ~goes_on)
+        last = np.nonzero(ends)[1]
+        runs = list(
+            zip(
+                dfa.seg_lo[first].tolist(),
+                dfa.seg_hi[last].tolist(),
+                (nxt[state, first].astype(np.int64) + base).tolist(),
+                strict=True,
+            )
+        )
+        offsets = np.concatenate([[0], np.cumsum(np.bincount(state, minlength=n))]).tolist()
+        self.edges.extend([tuple(runs[offsets[s] : offsets[s + 1]]) for s in range(n)])
+        self.edges.append(())
+        to_exit = (exit_,)
+        self.eps.extend([to_exit if a else () for a in dfa.accepting.tolist()])
+        self.eps.append(())
         return base, exit_
 
     def _product(self, node) -> Product:

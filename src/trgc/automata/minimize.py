@@ -103,15 +103,23 @@ def _moore(table: Table, block: np.ndarray, budget: Budget) -> bool:
     return bool((accepting == accepting[leader]).all() and (signature == signature[leader]).all())
 
 
+# a level of the reverse topological order with at least this many states is classified on
+# whole arrays; a narrower one (a chain) state by state, where numpy's call overhead would
+# cost more than the loop
+WIDE_LEVEL = 8
+
+
 def _finite_classes(table: Table, block: np.ndarray, budget: Budget) -> None:
     """The partition to refine from when rounds do not settle (`block`, int64[n + 1], in
     place): the exact classes of the *finite* states, those from which no cycle is reachable,
     and the others by acceptance.
 
     Two equivalent states have the same paths (as column sequences), so a finite state is
-    never equivalent to one that reaches a cycle. Taken in reverse topological order (Kahn's
-    algorithm on successor counts), a finite state's successors are all classified before it,
-    and its class is its acceptance and its successors' classes per column: equal exactly
+    never equivalent to one that reaches a cycle, nor to one whose longest path is longer.
+    Taken level by level in reverse topological order (Kahn's algorithm on successor counts:
+    a level is the states whose successors are all in earlier levels, so a level is the
+    states of one longest-path length), a finite state's successors are all classified before
+    it, and its class is its acceptance and its successors' classes per column: equal exactly
     when the states are equivalent, by induction on the longest path. Long chains (a copied
     `x{0,1000}`, a bounded string intersected with a pattern) need one round each, and here
     one step each. The partition is never finer than the coarsest one and coarser only among
@@ -122,23 +130,38 @@ def _finite_classes(table: Table, block: np.ndarray, budget: Budget) -> None:
     offsets, preds = csr(targets, sources, n)
     off, pre = offsets.tolist(), preds.tolist()
     remaining = np.bincount(sources, minlength=n).tolist()
-    order = [s for s in range(n) if remaining[s] == 0]
-    for t in order:  # grows while it is read: Kahn's algorithm, successors first
-        for s in pre[off[t] : off[t + 1]]:
-            remaining[s] -= 1
-            if remaining[s] == 0:
-                order.append(s)
-    rows = table.next.tolist()
-    accepting = table.accepting.tolist()
-    label = [-1] * n
-    classes: dict[tuple, int] = {}
-    for s in order:
-        key = (accepting[s], *[label[t] if t >= 0 else -1 for t in rows[s]])
-        label[s] = classes.setdefault(key, len(classes))
-    finite = np.zeros(n, dtype=bool)
-    finite[order] = True
-    labels = np.array(label, dtype=np.int64)
-    block[:n] = np.where(finite, labels + 2, table.accepting)
+    level = [s for s in range(n) if remaining[s] == 0]
+    accepting = table.accepting
+    label = np.full(n + 1, -1, dtype=np.int64)  # label[n]: no transition
+    count = 0
+    while level:
+        if len(level) >= WIDE_LEVEL:
+            states = np.array(level, dtype=np.int64)
+            rows = table.next[states]
+            keys = np.empty((states.size, rows.shape[1] + 1), dtype=np.int64)
+            keys[:, 0] = accepting[states]
+            keys[:, 1:] = label[np.where(rows < 0, n, rows)]
+            local, first = group_rows(keys)
+            label[states] = local + count
+            count += first.size
+        else:  # states of one level with equal keys are equivalent; other levels never are
+            classes: dict[tuple, int] = {}
+            for s in level:
+                key = (
+                    bool(accepting[s]),
+                    *label[np.where(table.next[s] < 0, n, table.next[s])].tolist(),
+                )
+                label[s] = classes.setdefault(key, count + len(classes))
+            count += len(classes)
+        below: list[int] = []
+        for t in level:
+            for s in pre[off[t] : off[t + 1]]:
+                remaining[s] -= 1
+                if remaining[s] == 0:
+                    below.append(s)
+        level = below
+    finite = label[:n] >= 0
+    block[:n] = np.where(finite, label[:n] + 2, table.accepting)
 
 
 def _hopcroft(table: Table, block: np.ndarray, budget: Budget) -> None:

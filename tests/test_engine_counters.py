@@ -127,6 +127,15 @@ LONG_BOUNDS = [
         },
         "required": ["b"],
     },
+    # patterns under a maxLength above 64: each product a machine of its own, called
+    {
+        "type": "object",
+        "properties": {
+            "u": {"type": "string", "pattern": "^https?://[a-z.]+$", "maxLength": 80},
+            "v": {"type": "string", "pattern": "^[a-z]+@[a-z]+$", "maxLength": 70},
+        },
+        "required": ["u", "v"],
+    },
 ]
 
 

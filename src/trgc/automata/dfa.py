@@ -403,6 +403,34 @@ def determinize_table(
     )
 
 
+def adopt_table(table: Table, *, rule: str, limits: Limits, counter: Counter) -> Table:
+    """A minimal DFA built elsewhere (the product of an AND node that is a machine's whole
+    body) as the machine of `rule`, counted against the states and transitions limits as
+    the subset construction of its spliced NFA counts them: it meets the same states in the
+    same (breadth-first) order, allocating each in the row of its first incoming transition
+    and checking the transitions after each row, so the same limit refuses with the same
+    message."""
+    what = f"the automaton of rule {rule}"
+    n = table.n_states
+    room = limits.states - counter.states  # states that still fit
+    if room < 1:
+        check_limit("states", counter.states + 1, limits.states, what)
+    has = table.next >= 0
+    running = counter.transitions + np.cumsum(has @ (table.seg_hi - table.seg_lo + 1))
+    over = np.flatnonzero(running > limits.transitions)
+    too_many = int(over[0]) if over.size else n  # the row whose transitions pass the limit
+    if room < n:  # state `room` is one too many: the row that meets it first
+        rows, columns = np.nonzero(has)  # row-major: the first match is the first row
+        met_in = int(rows[np.argmax(table.next[rows, columns] == room)])
+        if met_in <= too_many:
+            check_limit("states", limits.states + 1, limits.states, what)
+    if too_many < n:
+        check_limit("transitions", int(running[too_many]), limits.transitions, what)
+    counter.states += n
+    counter.transitions = int(running[-1]) if n else counter.transitions
+    return table
+
+
 def determinize(nfa: Nfa, *, rule: str, limits: Limits, budget: Budget, counter: Counter) -> Dfa:
     """The DFA of `nfa` by subset construction (reachable states only), with atom rows."""
     return determinize_table(nfa, rule=rule, limits=limits, budget=budget, counter=counter).to_dfa()

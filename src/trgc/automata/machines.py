@@ -23,7 +23,7 @@ import numpy as np
 
 from trgc.automata.alphabet import Alphabet, build_alphabet
 from trgc.automata.byteclasses import byte_classes
-from trgc.automata.dfa import NONE, Counter, Table, determinize_table
+from trgc.automata.dfa import NONE, Counter, Table, adopt_table, determinize_table
 from trgc.automata.grouping import sort_groups
 from trgc.automata.minimize import minimize_table
 from trgc.automata.nfa import RuleInfo, build_nfa, is_plain
@@ -258,10 +258,16 @@ def _attempt(
                 products=products,
                 pieces=pieces,
             )
-            table = determinize_table(nfa, rule=name, limits=limits, budget=budget, counter=counter)
-            sizes = (nfa.in_place, table.n_states)
+            if nfa.table is not None:  # one product, already minimal
+                table = adopt_table(nfa.table, rule=name, limits=limits, counter=counter)
+                sizes = (nfa.in_place, table.n_states)
+            else:
+                table = determinize_table(
+                    nfa, rule=name, limits=limits, budget=budget, counter=counter
+                )
+                sizes = (nfa.in_place, table.n_states)
+                table = minimize_table(table, budget)
             del nfa
-            table = minimize_table(table, budget)
             built = memo.keep(key, before, table, specials, calls, *sizes, depends)
         machines[name] = (spec.root, spec.kind, built)
         nfa_states += built.nfa_states

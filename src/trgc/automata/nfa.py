@@ -84,6 +84,9 @@ class Nfa:
     start: int
     final: int
     hidden: int = 0  # states its joins and pieces saved (`_Builder.hidden`)
+    # the minimal DFA this NFA is, spliced (a machine whose body is an AND node: its
+    # subset construction and minimisation would give this table back)
+    table: Table | None = None
 
     @property
     def n_states(self) -> int:
@@ -182,6 +185,7 @@ class _Builder:
         # ends lead to one exit (`build`)
         self.suffixes: dict[tuple[int, int], tuple[int, int, int, int]] = {}
         self.regions = 0
+        self.spliced: Table | None = None  # the last product spliced (`build_nfa`)
 
     def _reserve(self, count: int, line: int, column: int) -> None:
         total = len(self.eps) + self.hidden + count
@@ -536,6 +540,7 @@ class _Builder:
         self.specials_used |= specials
         self.calls_used |= calls
         self.refs_met |= refs
+        self.spliced = dfa
         return self._splice(dfa, node)
 
     def _sub(self, *, expand_all: bool = False) -> _Builder:
@@ -706,5 +711,7 @@ def build_nfa(
     if pieces is not None:
         builder.chosen = pieces.plan(root)
     nfa = builder.build(root)
+    if grammar.nodes[root].kind == Kind.AND and root not in builder.chosen:
+        nfa.table = builder.spliced
     depends = Depends(frozenset(builder.refs_met), frozenset(builder.repeats_met))
     return nfa, frozenset(builder.specials_used), frozenset(builder.calls_used), depends

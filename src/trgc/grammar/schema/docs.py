@@ -140,6 +140,11 @@ _LOWERING = """\
   check fails and the compiler inlines that rule again, which is always exact. Recursive
   references stay calls, and the runtime stack (depth at most `max_depth`, default 32) bounds
   how deep they nest.
+* A string with a `pattern` and a `maxLength` above 64 (unless the pattern is one repeated
+  class, which takes the bounds into its counter) is the automata product of the pattern with
+  the strings of the allowed length, about the pattern's states times the length: it is a
+  shared rule of its own, a machine called where the string is, whose table is the product as
+  built (no second subset construction in the caller); equal ones are one machine.
 * A schema that admits any value (`true`, `{}`) becomes the recursive rule `json_value`.
 * Object members: each member value appears at most twice in the AST (as first member and after a
   comma), so optional members stay linear in the number of members.

@@ -189,7 +189,7 @@ KEYWORDS: tuple[Keyword, ...] = (
         "pattern",
         SUPPORTED,
         "string",
-        "a safe subset of ECMA-262 (classes, groups, alternation, quantifiers, `^`/`$` at the ends; no backreferences, lookaround or \\b), read so that it is never wider than ECMA-262 or Python `re`; with minLength/maxLength only when the pattern is one repeated class or already implies the bounds",
+        "a safe subset of ECMA-262 (classes, groups, alternation, quantifiers, `^`/`$` at the ends; no backreferences, lookaround or \\b), read so that it is never wider than ECMA-262 or Python `re`; with minLength/maxLength: one repeated class takes the bounds into its counter, any other pattern is intersected with the strings of the allowed length (an automata product; a machine of its own above maxLength 64)",
     ),
     Keyword(
         "patternProperties",

@@ -120,6 +120,11 @@ _VALUE_CHECKED = frozenset(
     }
 )
 _SHARE_ABOVE = 48  # subtrees larger than this are shared through a helper rule instead of copied
+# A pattern under a `maxLength` above this is an automata product of about the pattern's
+# states times the length: a machine of its own, whose table is the product as built
+# (`machines._attempt`), instead of states the caller's subset construction and
+# minimisation would walk again.
+_OWN_MACHINE_ABOVE = 64
 # what proving one pair of oneOf branches disjoint is charged against the operations limit
 # (projected before the pairwise check: n branches cost n(n-1)/2 pairs)
 _OPERATIONS_PER_PAIR = 256
@@ -1259,6 +1264,13 @@ class Lowering(Combinators, ArrayKeywords, MemberOrder):
             elif "format" in v and v["format"][0] in SUPPORTED_FORMATS:
                 shape = strings.formatted_string(self.b, v["format"][0])  # type: ignore[arg-type]
                 node = self.b.and_(node, shape, origin=f"{ptr} (pattern with format)")
+            if (
+                node is not None
+                and hi is not None
+                and hi > _OWN_MACHINE_ABOVE
+                and self.grammar.nodes[node].kind == Kind.AND
+            ):
+                node = self.b.ref(self._shared_rule(node))
             return node
         if "format" in v and v["format"][0] in SUPPORTED_FORMATS:
             fmt = v["format"][0]
@@ -1766,11 +1778,16 @@ class Lowering(Combinators, ArrayKeywords, MemberOrder):
         artifact grows linearly with the schema however deep optional members nest."""
         if self._size(node) <= _SHARE_ABOVE or self.grammar.nodes[node].kind == Kind.REF:
             return [node] + [self._copy(node) for _ in range(n - 1)]
+        name = self._shared_rule(node)
+        # a shared rule is one machine called from every use: its body is counted once
+        return [self.b.ref(name) for _ in range(n)]
+
+    def _shared_rule(self, node: int) -> str:
+        """A new shared rule whose body is `node`: a machine of its own, called where used."""
         self.helpers += 1
         name = f"shared_{self.helpers}"
         self.grammar.rules.append(Rule(name, node, 0, 0, pointer=None, shared=True))
-        # a shared rule is one machine called from every use: its body is counted once
-        return [self.b.ref(name) for _ in range(n)]
+        return name
 
 
 def lower_schema(

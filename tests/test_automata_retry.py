@@ -13,7 +13,7 @@ import pytest
 
 import trgc
 from schema_helpers import CORPORA
-from trgc.automata import machines, reuse
+from trgc.automata import boolean, machines, reuse
 from trgc.errors import TrgcError
 from trgc.limits import DEFAULT_LIMITS
 
@@ -27,14 +27,19 @@ RETRIED = [
     "MCPspec/482f181c9a706ee8",
     "MCPspec/36684d28afe7bd3a",
     "JsonSchemaStore/05ee6c7fb6b382fa",
+    # 14 products in the first attempt, whose call-free ones the retry takes too
+    "Github_hard/1757315b312dfd89",
 ]
 
 
 def _compile(monkeypatch, raw: bytes, *, carry: bool, limits=DEFAULT_LIMITS):
-    """(artifact bytes or refusal, stats of the tables, machines taken from a retry)."""
+    """(artifact bytes or refusal, stats of the tables, machines taken from a retry, products
+    built)."""
     stats: list[dict] = []
     taken: list[str] = []
+    products: list[str] = []
     real_build, real_take = machines.build_tables, reuse.Carried.take
+    real_over, real_product = reuse.Carried.products_over, boolean.product
 
     def build(*args, **kwargs):
         tables = real_build(*args, **kwargs)
@@ -47,32 +52,44 @@ def _compile(monkeypatch, raw: bytes, *, carry: bool, limits=DEFAULT_LIMITS):
             taken.append(name)
         return found
 
+    def over(self, alphabet):
+        return real_over(self, alphabet) if carry else {}
+
+    def product(*args, **kwargs):
+        products.append(kwargs["what"])
+        return real_product(*args, **kwargs)
+
     monkeypatch.setattr(machines, "build_tables", build)
     monkeypatch.setattr(reuse.Carried, "take", take)
+    monkeypatch.setattr(reuse.Carried, "products_over", over)
+    monkeypatch.setattr(boolean, "product", product)
     try:
         out = trgc.compile_schema(raw, separators="compact", limits=limits).to_bytes()
     except TrgcError as error:
         out = (error.code, error.message)
     monkeypatch.undo()
-    return out, stats, taken
+    return out, stats, taken, products
 
 
 @pytest.mark.skipif(not BENCH.is_dir(), reason=f"the JSONSchemaBench corpus is missing: {BENCH}")
 @pytest.mark.parametrize("name", RETRIED)
 def test_carried_machines_change_no_byte_and_no_charge(monkeypatch, name):
     raw = (BENCH / f"{name}.json").read_bytes()
-    fast, fast_stats, taken = _compile(monkeypatch, raw, carry=True)
-    plain, plain_stats, _ = _compile(monkeypatch, raw, carry=False)
+    fast, fast_stats, taken, built = _compile(monkeypatch, raw, carry=True)
+    plain, plain_stats, _, plain_built = _compile(monkeypatch, raw, carry=False)
     assert fast == plain
     assert fast_stats == plain_stats
     assert fast_stats[0]["attempts"] > 1
     assert taken  # the retry did keep machines of the first attempt
+    assert len(built) <= len(plain_built)
+    if name == RETRIED[-1]:
+        assert len(built) < len(plain_built) - 5  # and call-free products
 
 
 @pytest.mark.skipif(not BENCH.is_dir(), reason=f"the JSONSchemaBench corpus is missing: {BENCH}")
 def test_carried_machines_refuse_at_the_limits_where_rebuilt_ones_do(monkeypatch):
-    raw = (BENCH / f"{RETRIED[-1]}.json").read_bytes()
-    _, stats, _ = _compile(monkeypatch, raw, carry=True)
+    raw = (BENCH / f"{RETRIED[-2]}.json").read_bytes()
+    _, stats, _, _ = _compile(monkeypatch, raw, carry=True)
     operations = stats[0]["operations"]
     for fraction in (0.5, 0.8, 0.95, 0.99):
         limits = DEFAULT_LIMITS.with_overrides({"operations": int(operations * fraction)})

@@ -219,7 +219,7 @@ def _attempt(
     repeats = info.repeats or {}
     memo = MachineMemo(limits, budget, counter, frozenset(repeats.values()))
     structure = StructureKeys(grammar, repeats, info.expand)
-    products = ProductMemo(structure, budget)
+    products = ProductMemo(structure, budget, carried.products_over(alphabet))
     pieces = PieceMemo(
         grammar,
         structure,
@@ -299,7 +299,7 @@ def _attempt(
     follow = follow_sets(dfas, cols, start, first, alphabet.n_input, budget, counts)
     resolved = resolve(dfas, cols, start, first, follow, alphabet, budget, counts)
     if isinstance(resolved, Conflicts):
-        carried.keep(alphabet, machines)
+        carried.keep(alphabet, machines, products.by_node)
         return resolved, places
     class_of_byte, representatives = byte_classes(resolved, alphabet, budget)
     same = _same_machines(resolved, {n: specs[n].kind for n in resolved}, counts, budget)

@@ -194,16 +194,26 @@ class ProductMemo:
     schema built the same two-operand product 68 times (1.3 of its 2.1 s of compile; 34
     times since the lowering's joins, `nfa.py`).
     A reuse is charged the operations the first build charged; when that could exhaust the
-    budget the memo steps aside, so `E_LIMIT_OPERATIONS` comes where and as it would."""
+    budget the memo steps aside, so `E_LIMIT_OPERATIONS` comes where and as it would.
 
-    def __init__(self, structure: StructureKeys, budget: Budget) -> None:
+    A retry (`Carried`) starts from the call-free products of the attempt before, by AND node:
+    over the same input atoms such a product reads no call symbol, so the retry's alphabet,
+    which only drops the call symbols of the rules it inlines, leaves it as it was."""
+
+    def __init__(
+        self,
+        structure: StructureKeys,
+        budget: Budget,
+        earlier: dict[int, tuple[Product, int]] | None = None,
+    ) -> None:
         self.structure = structure
         self.budget = budget
         self.built: dict[int, tuple[Product, int]] = {}
+        self.by_node: dict[int, tuple[Product, int]] = dict(earlier or {})  # call-free ones
 
     def reuse(self, node_id: int) -> Product | None:
         """The product of an AND subtree equal to `node_id`'s, its cost charged, or None."""
-        found = self.built.get(self.structure.keys(node_id)[0])
+        found = self.by_node.get(node_id) or self.built.get(self.structure.keys(node_id)[0])
         if found is None:
             return None
         product, operations = found
@@ -215,6 +225,8 @@ class ProductMemo:
     def keep(self, node_id: int, product: Product, operations: int) -> None:
         """Remember the product of `node_id`'s subtree and the operations it was charged."""
         self.built.setdefault(self.structure.keys(node_id)[0], (product, operations))
+        if not product.calls:
+            self.by_node.setdefault(node_id, (product, operations))
 
 
 class Carried:
@@ -225,11 +237,25 @@ class Carried:
         self.machines: dict[str, tuple[int, int, Built]] = {}  # name -> (root, kind, built)
         self.inlined: frozenset[str] = frozenset()
         self.expanded: frozenset[int] = frozenset()
+        self.products: dict[int, tuple[Product, int]] = {}
 
-    def keep(self, alphabet: Alphabet, machines: dict[str, tuple[int, int, Built]]) -> None:
-        """Remember an attempt's machines. The driver then sets `inlined` and `expanded`:
-        what the next attempt inlines and copies that this one did not."""
-        self.alphabet, self.machines = alphabet, machines
+    def keep(
+        self,
+        alphabet: Alphabet,
+        machines: dict[str, tuple[int, int, Built]],
+        products: dict[int, tuple[Product, int]],
+    ) -> None:
+        """Remember an attempt's machines and call-free products. The driver then sets
+        `inlined` and `expanded`: what the next attempt inlines and copies that this one
+        did not."""
+        self.alphabet, self.machines, self.products = alphabet, machines, products
+
+    def products_over(self, alphabet: Alphabet) -> dict[int, tuple[Product, int]]:
+        """The previous attempt's call-free products, if `alphabet` has its input atoms."""
+        old = self.alphabet
+        if old is None or alphabet.n_input != old.n_input or alphabet.atom_lo != old.atom_lo:
+            return {}
+        return self.products
 
     def take(self, name: str, root: int, kind: int, alphabet: Alphabet) -> Built | None:
         """Machine `name` of the previous attempt, over `alphabet`'s atoms, if the retry

@@ -329,16 +329,43 @@ class Conflicts:
     """Every overlap the predictive check found: the first `MAX_REPORTED_CONFLICTS` in detail,
     the total, and the machines involved (the machine where an overlap is, when it returns or
     restarts there, and every callee of a competing call), which lets the driver expand
-    counted repetitions and shared rules that caused it."""
+    counted repetitions and shared rules that caused it.
+
+    The details (the path to each overlap, the call site a return goes back to) are written
+    only when they are reported (`items`): most conflicts are met by a compilation attempt
+    that the driver retries with the constructs involved expanded, and nobody reads them."""
 
     def __init__(self, tables: dict[str, Table], alphabet: Alphabet):
         self.tables = tables
         self.alphabet = alphabet
-        self.items: list[dict] = []
+        self.found: list[tuple[str, int, int, str, str]] = []  # machine, state, atom, actions
         self.count = 0
         self.involved: set[str] = set()
         self._paths: dict[str, list] = {}
         self._dfas: dict[str, Dfa] | None = None
+        self._items: list[dict] | None = None
+        self._sets: tuple[dict[str, int], dict[str, int], Counts] | None = None
+
+    @property
+    def items(self) -> list[dict]:
+        """The conflicts reported in detail: rule, the path to the state, symbol, actions."""
+        if self._items is None:
+            self._items = [
+                {
+                    "rule": machine,
+                    "after": self.path(machine, state),
+                    "symbol": self.alphabet.describe(atom),
+                    "actions": [self._describe(machine, atom, a), self._describe(machine, atom, b)],
+                }
+                for machine, state, atom, a, b in self.found
+            ]
+        return self._items
+
+    def _describe(self, machine: str, atom: int, action: str) -> str:
+        if action != "return" or self._sets is None:
+            return action
+        first, follow, counts = self._sets
+        return _return_reason(machine, atom, self.dfas, first, follow, self, counts)
 
     @property
     def dfas(self) -> dict[str, Dfa]:
@@ -356,20 +383,20 @@ class Conflicts:
         return render_path(path, self.alphabet)
 
     def wants_more(self) -> bool:
-        return len(self.items) < MAX_REPORTED_CONFLICTS
+        return len(self.found) < MAX_REPORTED_CONFLICTS
 
     def add(
         self, machine: str, state: int, atom: int, first_action: str, second_action: str
     ) -> None:
+        """One overlap; an action "return" is described, when reported, with the FIRST and
+        FOLLOW sets and counts given to `describe_returns_with`."""
         self.count += 1
-        self.items.append(
-            {
-                "rule": machine,
-                "after": self.path(machine, state),
-                "symbol": self.alphabet.describe(atom),
-                "actions": [first_action, second_action],
-            }
-        )
+        self.found.append((machine, state, atom, first_action, second_action))
+
+    def describe_returns_with(
+        self, first: dict[str, int], follow: dict[str, int], counts: Counts
+    ) -> None:
+        self._sets = (first, follow, counts)
 
     def error(self, places: dict[str, dict]) -> TrgcError:
         """The one `E_PREDICTIVE_CONFLICT` that reports them all."""
@@ -455,6 +482,7 @@ def resolve(
     n_input = alphabet.n_input
     input_mask = (1 << n_input) - 1
     conflicts = Conflicts(tables, alphabet)
+    conflicts.describe_returns_with(first, follow, counts)
     first_masks: dict[str, np.ndarray] | None = None
     out: dict[str, Resolved] = {}
     for name in sorted(tables):
@@ -499,15 +527,7 @@ def resolve(
                         if not conflicts.wants_more():
                             conflicts.count += 1
                             continue
-                        described = [
-                            _return_reason(
-                                name, atom, conflicts.dfas, first, follow, conflicts, counts
-                            )
-                            if o[0] == "return"
-                            else o[0]
-                            for o in (options[i], options[j])
-                        ]
-                        conflicts.add(name, s, atom, described[0], described[1])
+                        conflicts.add(name, s, atom, options[i][0], options[j][0])
         if conflicts.count:
             continue
         resolved = _input_columns(table, col, n_input)

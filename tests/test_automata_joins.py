@@ -82,6 +82,23 @@ SCHEMAS = [
 ]
 
 
+@pytest.fixture(autouse=True)
+def _plan_small_grammars(monkeypatch):
+    """Pieces are planned in these small grammars too (by default only from
+    `MIN_PLAN_NODES` AST nodes on), so that every test here meets them."""
+    monkeypatch.setattr(pieces, "MIN_PLAN_NODES", 0)
+
+
+def test_small_grammars_plan_no_piece_by_default(monkeypatch):
+    """Below `MIN_PLAN_NODES` nodes nothing is planned (numbering subtrees would cost more than
+    pieces save); the same four integers in a grammar past it are one piece again."""
+    monkeypatch.undo()
+    required = INTEGERS | {"required": list(INTEGERS["properties"])}
+    assert _built(monkeypatch, required)[1] == 0
+    monkeypatch.setattr(pieces, "MIN_PLAN_NODES", 200)
+    assert _built(monkeypatch, required)[1] == 1
+
+
 def _variants() -> list[tuple[str, dict | bytes]]:
     out: list[tuple[str, dict | bytes]] = [(f"inline{i}", s) for i, s in enumerate(SCHEMAS)]
     out += [(p.name, p.read_bytes()) for p in sorted((ROOT / "schemas").glob("*.json"))]

@@ -45,6 +45,10 @@ MIN_PIECE_NODES = 64
 # machine, for the alternation of a 20,000-branch `oneOf`), which costs more than the rare
 # repetition of so large a subtree saves.
 MAX_PIECE_NODES = 4096
+# Nor is anything planned in a grammar of fewer AST nodes (a median JSONSchemaBench schema has
+# about 200): numbering its subtrees cost 5-7% of such a compile, more than its pieces saved
+# once an integer's digits became suffixes (`nfa.py`); pieces pay in large machines.
+MIN_PLAN_NODES = 1000
 
 
 @dataclass(frozen=True)
@@ -82,7 +86,10 @@ class PieceMemo:
     def plan(self, root: int) -> frozenset[int]:
         """The nodes of the machine built from `root` to build as pieces: top down, the first
         node on each path that builds `MIN_PIECE_NODES` to `MAX_PIECE_NODES` nodes and whose
-        key two or more distinct such nodes have."""
+        key two or more distinct such nodes have; none in a grammar of fewer than
+        `MIN_PLAN_NODES` nodes."""
+        if len(self.nodes) < MIN_PLAN_NODES:
+            return frozenset()
         sizes = self._sizes(root)
         counts: dict[int, int] = {}  # key -> distinct large nodes with it
         for node_id, size in sizes.items():

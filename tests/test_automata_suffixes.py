@@ -87,8 +87,11 @@ def _no_suffixes(m: pytest.MonkeyPatch) -> None:
     m.setattr(nfa._Builder, "_suffix", lambda self, node_id, region: None)
 
 
-def _compiled(monkeypatch, body, *, shared: bool) -> tuple[bytes, int, int]:
-    """(artifact bytes, NFA states built, NFA states in place) of the grammar `body` makes."""
+def _compiled(
+    monkeypatch, make: Callable[[], trgc.Artifact], *, shared: bool
+) -> tuple[bytes, int, int]:
+    """(artifact bytes, NFA states built, NFA states in place) of the artifact `make()`
+    compiles, with suffixes shared or not."""
     sizes: list[tuple[int, int]] = []
     build = nfa.build_nfa
 
@@ -101,14 +104,18 @@ def _compiled(monkeypatch, body, *, shared: bool) -> tuple[bytes, int, int]:
         m.setattr(machines, "build_nfa", counting)
         if not shared:
             _no_suffixes(m)
-        data = compile_ast(_grammar(body)).to_bytes()
+        data = make().to_bytes()
     return data, sum(s for s, _ in sizes), sum(p for _, p in sizes)
+
+
+def _shape(name: str) -> Callable[[], trgc.Artifact]:
+    return lambda: compile_ast(_grammar(SHAPES[name]))
 
 
 @pytest.mark.parametrize("name", sorted(SHAPES))
 def test_a_suffix_gives_the_bytes_of_two_copies(monkeypatch, name):
-    shared, built, in_place = _compiled(monkeypatch, SHAPES[name], shared=True)
-    plain, plain_built, plain_in_place = _compiled(monkeypatch, SHAPES[name], shared=False)
+    shared, built, in_place = _compiled(monkeypatch, _shape(name), shared=True)
+    plain, plain_built, plain_in_place = _compiled(monkeypatch, _shape(name), shared=False)
     assert shared == plain
     assert in_place == plain_in_place == plain_built  # the limits see the plain NFA
     if name in ("ends", "followed", "chain"):
@@ -120,7 +127,7 @@ def test_a_suffix_gives_the_bytes_of_two_copies(monkeypatch, name):
 def test_not_an_end_keeps_its_continuation(monkeypatch):
     """The language itself: sharing across regions would accept "axq"."""
     artifact = trgc.Artifact.from_bytes(
-        _compiled(monkeypatch, SHAPES["not an end"], shared=True)[0]
+        _compiled(monkeypatch, _shape("not an end"), shared=True)[0]
     )
     accepted = {
         text: check(artifact, text.encode()).accepted
@@ -144,24 +151,11 @@ def test_integer_digits_are_built_once(monkeypatch, schema):
     """The free digits ending an integer range's branches are suffixes: the NFA is a fraction
     of the plain one, the artifact is the same."""
 
-    def compiled(shared: bool) -> tuple[bytes, int, int]:
-        sizes: list[tuple[int, int]] = []
-        build = nfa.build_nfa
+    def make() -> trgc.Artifact:
+        return trgc.compile_schema(schema, whitespace="compact")
 
-        def counting(*args, **kwargs):
-            out = build(*args, **kwargs)
-            sizes.append((out[0].n_states, out[0].in_place))
-            return out
-
-        with monkeypatch.context() as m:
-            m.setattr(machines, "build_nfa", counting)
-            if not shared:
-                _no_suffixes(m)
-            data = trgc.compile_schema(schema, whitespace="compact").to_bytes()
-        return data, sum(s for s, _ in sizes), sum(p for _, p in sizes)
-
-    shared, built, in_place = compiled(True)
-    plain, plain_built, plain_in_place = compiled(False)
+    shared, built, in_place = _compiled(monkeypatch, make, shared=True)
+    plain, plain_built, plain_in_place = _compiled(monkeypatch, make, shared=False)
     assert shared == plain
     assert in_place == plain_in_place
     assert built < plain_built

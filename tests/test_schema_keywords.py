@@ -178,8 +178,8 @@ CASES: list[tuple[dict, list[str], list[str]]] = [
     ),
     (
         {"type": "string", "format": "hostname"},
-        ['"www.example.com"', '"a-1.io"'],
-        ['"-a.io"', '"a..io"', '"localhost"', '"a.i"'],
+        ['"www.example.com"', '"a-1.io"', '"a.io"', '"a.b-c.d.io"'],
+        ['"-a.io"', '"a..io"', '"localhost"', '"a.i"', '"a.b.c.d.io"', '"a.b.c.d."'],
     ),
     (
         {"type": "string", "format": "ipv4"},

@@ -28,8 +28,8 @@ RETRIED = [
     "Github_trivial/3df45d1fd3ee1f50",
     "Github_ultra/78553bfeebec3b89",
     "Snowplow/4c2f2f20017b2959",
-    "JsonSchemaStore/05abdcbe7d56d741",
-    "Github_hard/08c02158ad955dfb",
+    "Github_medium/0bd89b4ab464f9fa",
+    "Github_easy/13e2c6a2eda3d591",
     "JsonSchemaStore/05ee6c7fb6b382fa",
     # products in the first attempt, whose call-free ones the retry takes too
     "Github_hard/1757315b312dfd89",

@@ -24,6 +24,7 @@ import numpy as np
 from trgc.automata.alphabet import Alphabet, build_alphabet
 from trgc.automata.byteclasses import byte_classes
 from trgc.automata.dfa import NONE, Counter, Table, adopt_table, determinize_table
+from trgc.automata.foresight import certain_conflicts
 from trgc.automata.grouping import sort_groups
 from trgc.automata.minimize import minimize_table
 from trgc.automata.nfa import RuleInfo, build_nfa, is_plain
@@ -108,7 +109,8 @@ def build_tables(
 
     Counted repetitions and shared rules are tried as machines first; when the predictive
     check finds a conflict that involves one of them, those are expanded (copied or inlined,
-    which is always exact) and the grammar is compiled again. Each retry expands at least one
+    which is always exact) and the grammar is compiled again. Shared rules whose conflict is
+    certain from the AST alone are inlined before the first attempt (`foresight.py`). Each retry expands at least one
     more construct, so this ends; every attempt charges the same operation budget.
 
     Raises `E_LIMIT_STATES`, `E_LIMIT_TRANSITIONS`, `E_LIMIT_OPERATIONS`,
@@ -121,7 +123,15 @@ def build_tables(
         start = grammar.rules[getattr(analysis, "start", 0)].name
     owners = _owners(grammar, rule_index, budget)
     expand: frozenset[int] = frozenset()
-    inline: frozenset[str] = frozenset()
+    planned = _specs(grammar, analysis, rule_index, start, owners, frozenset())
+    # shared rules whose call certainly conflicts: inlined from the first attempt
+    inline = certain_conflicts(
+        grammar,
+        rule_index,
+        start,
+        frozenset(n for n, sp in planned.items() if sp.kind == SHARED),
+        budget,
+    )
     carried = Carried()
     attempts = 0
     while True:

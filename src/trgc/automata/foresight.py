@@ -31,16 +31,20 @@ def certain_conflicts(
     rule_index: dict[str, int],
     start: str,
     shared: frozenset[str],
+    called: frozenset[str],
     budget: Budget,
 ) -> frozenset[str]:
     """The rules of `shared` that an alternative of a choice calls first where another
-    alternative can certainly begin with a byte the rule certainly begins with."""
+    alternative can certainly begin with a byte the rule certainly begins with. `called`
+    names every rule compiled as a machine of its own (the shared and the recursive ones):
+    the others are inlined where referenced."""
     if not shared:
         return _NOTHING
     nodes = grammar.nodes
     reached = [i for i in _reached(grammar, rule_index, start, budget) if nodes[i].kind == Kind.ALT]
     calls = {
-        i: [_leading(grammar, rule_index, shared, c) for c in nodes[i].children] for i in reached
+        i: [_leading(grammar, rule_index, shared, called, c) for c in nodes[i].children]
+        for i in reached
     }
     choices = [i for i in reached if any(calls[i])]
     if not choices:
@@ -58,9 +62,16 @@ def certain_conflicts(
     return frozenset(found)
 
 
-def _leading(grammar: Grammar, rule_index: dict[str, int], shared: frozenset[str], root: int):
+def _leading(
+    grammar: Grammar,
+    rule_index: dict[str, int],
+    shared: frozenset[str],
+    called: frozenset[str],
+    root: int,
+) -> set[str]:
     """The shared rules node `root` calls before reading anything: through the first item of
-    a sequence, every alternative, a plain repetition's body and inlined rules."""
+    a sequence, every alternative, the body of a repetition that is neither counted nor
+    copied, and inlined rules."""
     nodes, rules = grammar.nodes, grammar.rules
     names: set[str] = set()
     seen = {root}
@@ -71,12 +82,12 @@ def _leading(grammar: Grammar, rule_index: dict[str, int], shared: frozenset[str
         if node.kind == Kind.REF:
             if node.payload in shared:
                 names.add(node.payload)
-            elif not rules[rule_index[node.payload]].shared:
+            elif node.payload not in called:
                 nexts = (rules[rule_index[node.payload]].body,)
         elif node.kind == Kind.SEQ:
             nexts = node.children[:1]
         elif node.kind == Kind.ALT or (
-            node.kind == Kind.REPEAT and is_plain(node.payload[0], node.payload[1])
+            node.kind == Kind.REPEAT and is_plain(*node.payload[:2]) and not node.payload[2:3]
         ):
             nexts = node.children
         for c in nexts:

@@ -130,6 +130,7 @@ def build_tables(
         rule_index,
         start,
         frozenset(n for n, sp in planned.items() if sp.kind == SHARED),
+        frozenset(n for n, sp in planned.items() if sp.kind != REPEAT),
         budget,
     )
     carried = Carried()

@@ -163,3 +163,28 @@ def _with_rule(grammar: Grammar, body: int) -> Grammar:
     grammar.rules = [Rule("start", body, 1, 1)]
     grammar.start = "start"
     return grammar
+
+
+def test_a_call_into_another_machine_is_not_followed(monkeypatch):
+    """`r` is recursive, so a machine of its own: the choice calls `r`, not the shared `s`
+    that `r` begins with. The overlap with the object beside it is a conflict of `r`, which
+    no retry inlines (the schema is refused either way); `s` must not be inlined for it."""
+    schema = {
+        "$defs": {
+            "s": _object("a", "b", "c", "d"),
+            "r": {
+                "anyOf": [{"$ref": "#/$defs/s"}, {"type": "array", "items": {"$ref": "#/$defs/r"}}]
+            },
+        },
+        "type": "object",
+        "properties": {
+            "x": {"anyOf": [{"$ref": "#/$defs/r"}, {"type": "object"}]},
+            "y": {"$ref": "#/$defs/s"},
+            "z": {"$ref": "#/$defs/s"},
+        },
+    }
+    raw = json.dumps(schema).encode()
+    fast, _, foreseen = _compile(monkeypatch, raw, foresee=True)
+    assert fast == _compile(monkeypatch, raw, foresee=False)[0]
+    assert fast[0] == "E_PREDICTIVE_CONFLICT"
+    assert foreseen == [frozenset()]

@@ -23,7 +23,8 @@ from trgc.automata.nfa import is_plain
 from trgc.grammar.ast import Grammar, Kind
 from trgc.limits import Budget
 
-_NOTHING: frozenset[int] = frozenset()
+_NOTHING: frozenset = frozenset()
+_READS = frozenset((Kind.LITERAL, Kind.CLASS, Kind.EMPTY, Kind.SPECIAL, Kind.AND, Kind.NOT))
 
 
 def certain_conflicts(
@@ -41,65 +42,36 @@ def certain_conflicts(
     if not shared:
         return _NOTHING
     nodes = grammar.nodes
-    reached = [i for i in _reached(grammar, rule_index, start, budget) if nodes[i].kind == Kind.ALT]
-    calls = {
-        i: [_leading(grammar, rule_index, shared, called, c) for c in nodes[i].children]
-        for i in reached
-    }
-    choices = [i for i in reached if any(calls[i])]
+    leading = _Leading(grammar, rule_index, budget, shared, called)
+    choices = []  # (choice, the shared rules each alternative calls first)
+    for i, node in enumerate(nodes):
+        if node.kind == Kind.ALT:
+            calls = [_NOTHING if _reads(nodes, c) else leading.solve(c) for c in node.children]
+            if any(calls):
+                choices.append((i, calls))
+    budget.charge(len(nodes), "machine planning")
     if not choices:
         return _NOTHING
     first = _First(grammar, rule_index, budget)
-    found: set[str] = set()
-    for i in choices:
+    found: dict[str, list[int]] = {}  # rule -> the choices where it conflicts
+    for i, calls in choices:
         children = nodes[i].children
         heads = [first.of(c) for c in children]
-        for k, names in enumerate(calls[i]):
+        for k, names in enumerate(calls):
             others = frozenset().union(*(heads[j] for j in range(len(children)) if j != k))
             for name in names:
                 if first.of(grammar.rules[rule_index[name]].body) & others:
-                    found.add(name)
-    return frozenset(found)
+                    found.setdefault(name, []).append(i)
+    if not found:
+        return _NOTHING
+    # only choices a machine meets count (the arena may hold nodes no rule reaches)
+    reached = _reached(grammar, rule_index, start, budget)
+    return frozenset(name for name, at in found.items() if any(i in reached for i in at))
 
 
-def _leading(
-    grammar: Grammar,
-    rule_index: dict[str, int],
-    shared: frozenset[str],
-    called: frozenset[str],
-    root: int,
-) -> set[str]:
-    """The shared rules node `root` calls before reading anything: through the first item of
-    a sequence, every alternative, the body of a repetition that is neither counted nor
-    copied, and inlined rules."""
-    nodes, rules = grammar.nodes, grammar.rules
-    names: set[str] = set()
-    seen = {root}
-    todo = [root]
-    while todo:
-        node = nodes[todo.pop()]
-        nexts: tuple[int, ...] = ()
-        if node.kind == Kind.REF:
-            if node.payload in shared:
-                names.add(node.payload)
-            elif node.payload not in called:
-                nexts = (rules[rule_index[node.payload]].body,)
-        elif node.kind == Kind.SEQ:
-            nexts = node.children[:1]
-        elif node.kind == Kind.ALT or (
-            node.kind == Kind.REPEAT and is_plain(*node.payload[:2]) and not node.payload[2:3]
-        ):
-            nexts = node.children
-        for c in nexts:
-            if c not in seen:
-                seen.add(c)
-                todo.append(c)
-    return names
-
-
-def _reached(grammar: Grammar, rule_index: dict[str, int], start: str, budget: Budget) -> list[int]:
+def _reached(grammar: Grammar, rule_index: dict[str, int], start: str, budget: Budget) -> set[int]:
     """The nodes reached from the start rule's body, through references, outside AND and
-    NOT operands (ascending)."""
+    NOT operands."""
     nodes, rules = grammar.nodes, grammar.rules
     seen = {rules[rule_index[start]].body}
     todo = list(seen)
@@ -115,25 +87,33 @@ def _reached(grammar: Grammar, rule_index: dict[str, int], start: str, budget: B
                 seen.add(c)
                 todo.append(c)
     budget.charge(len(seen), "machine planning")
-    return sorted(seen)
+    return seen
 
 
-class _First:
-    """Per node: is its language certainly non-empty, and a subset of its first bytes
-    (empty unless it is), memoised; computed without recursion (a grammar nests deeply)."""
+class _Solver:
+    """A value per node computed from its parts' values (a reference's part is the rule's
+    body), memoised and without recursion (a grammar nests deeply); a part met again while
+    being computed (a recursive reference) counts as `unknown`."""
+
+    unknown: object = None
 
     def __init__(self, grammar: Grammar, rule_index: dict[str, int], budget: Budget) -> None:
         self.grammar = grammar
         self.rule_index = rule_index
         self.budget = budget
-        self.known: dict[int, tuple[bool, frozenset[int]]] = {}
+        self.known: dict[int, object] = {}
 
-    def of(self, node_id: int) -> frozenset[int]:
-        return self._solve(node_id)[1]
+    def parts(self, node) -> tuple[int, ...]:
+        if node.kind == Kind.REF:
+            return (self.grammar.rules[self.rule_index[node.payload]].body,)
+        return node.children
 
-    def _solve(self, root: int) -> tuple[bool, frozenset[int]]:
-        nodes, rules, known = self.grammar.nodes, self.grammar.rules, self.known
-        open_: set[int] = set()  # on the stack: a reference back to one contributes nothing
+    def combine(self, node, parts: list):
+        raise NotImplementedError
+
+    def solve(self, root: int):
+        nodes, known, unknown = self.grammar.nodes, self.known, self.unknown
+        open_: set[int] = set()
         stack = [root]
         while stack:
             i = stack[-1]
@@ -141,22 +121,74 @@ class _First:
                 stack.pop()
                 continue
             node = nodes[i]
-            parts = node.children
-            if node.kind == Kind.REF:
-                parts = (rules[self.rule_index[node.payload]].body,)
+            parts = self.parts(node)
             waiting = [c for c in parts if c not in known and c not in open_]
-            if waiting and i not in open_ and node.kind not in (Kind.AND, Kind.NOT):
+            if waiting and i not in open_:
                 open_.add(i)
                 stack.extend(waiting)
                 continue
             stack.pop()
             open_.discard(i)
-            known[i] = self._combine(node, [known.get(c, (False, _NOTHING)) for c in parts])
+            known[i] = self.combine(node, [known.get(c, unknown) for c in parts])
             self.budget.charge(1, "machine planning")
         return known[root]
 
-    @staticmethod
-    def _combine(node, parts: list[tuple[bool, frozenset[int]]]) -> tuple[bool, frozenset[int]]:
+
+class _Leading(_Solver):
+    """The shared rules a node calls before reading anything: through the first item of a
+    sequence, every alternative, the body of a repetition that is neither counted nor
+    copied, and inlined rules (never into another machine)."""
+
+    unknown = _NOTHING
+
+    def __init__(self, grammar, rule_index, budget, shared, called) -> None:
+        super().__init__(grammar, rule_index, budget)
+        self.shared, self.called = shared, called
+
+    def parts(self, node) -> tuple[int, ...]:
+        kind = node.kind
+        if kind == Kind.REF:
+            return () if node.payload in self.called else super().parts(node)
+        if kind == Kind.SEQ:
+            return node.children[:1]
+        if kind == Kind.ALT or (kind == Kind.REPEAT and _plain(node)):
+            return node.children
+        return ()
+
+    def combine(self, node, parts: list) -> frozenset:
+        if node.kind == Kind.REF and node.payload in self.shared:
+            return frozenset((node.payload,))
+        return frozenset().union(*parts) if parts else _NOTHING
+
+
+def _reads(nodes: list, node_id: int) -> bool:
+    """Does the node certainly read a byte (or match nothing) before it could call? Its
+    first item, followed down sequences, is a literal, a class, ε or a product (the common
+    alternative, an object member, is answered here without solving)."""
+    head = nodes[node_id]
+    while head.kind == Kind.SEQ and head.children:
+        head = nodes[head.children[0]]
+    return head.kind in _READS
+
+
+def _plain(node) -> bool:
+    """A repetition built in place (`x?`, `x*`, `x+`), not a counted machine."""
+    return is_plain(*node.payload[:2]) and not node.payload[2:3]
+
+
+class _First(_Solver):
+    """Per node: is its language certainly non-empty, and a subset of its first bytes
+    (empty unless it is). An AND or NOT operand is never entered."""
+
+    unknown = (False, _NOTHING)
+
+    def of(self, node_id: int) -> frozenset[int]:
+        return self.solve(node_id)[1]
+
+    def parts(self, node) -> tuple[int, ...]:
+        return () if node.kind in (Kind.AND, Kind.NOT) else super().parts(node)
+
+    def combine(self, node, parts: list) -> tuple[bool, frozenset[int]]:
         kind = node.kind
         if kind in (Kind.EMPTY, Kind.SPECIAL):
             return True, _NOTHING
@@ -175,7 +207,7 @@ class _First:
             return bool(heads), frozenset().union(*heads)
         if kind == Kind.REPEAT:
             low, high = node.payload[0], node.payload[1]
-            ok, heads = parts[0]
+            ok, heads = parts[0]  # type: ignore[misc]
             if high == 0:
                 return True, _NOTHING
             return (low == 0 or ok), heads if ok else _NOTHING

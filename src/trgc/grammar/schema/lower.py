@@ -214,6 +214,7 @@ class Lowering(Combinators, ArrayKeywords, MemberOrder):
         self.any_used = False
         self.unsat: tuple[str, str] | None = None
         self.helpers = 0
+        self.shared_by_shape: dict[int, str] = {}  # `_shared_rule`
 
     # ---- driver ---------------------------------------------------------------------------
 
@@ -1783,10 +1784,17 @@ class Lowering(Combinators, ArrayKeywords, MemberOrder):
         return [self.b.ref(name) for _ in range(n)]
 
     def _shared_rule(self, node: int) -> str:
-        """A new shared rule whose body is `node`: a machine of its own, called where used."""
-        self.helpers += 1
-        name = f"shared_{self.helpers}"
-        self.grammar.rules.append(Rule(name, node, 0, 0, pointer=None, shared=True))
+        """The shared rule whose body is `node`: a machine of its own, called where used.
+        A body equal node for node to one made before (the same subschema lowered again in
+        another place) gets that rule: one machine instead of two equal ones, whose calls
+        would compete for the same bytes wherever both may come next (a conflict that had
+        both inlined after a failed attempt)."""
+        shape = self.b.shape(node)
+        name = self.shared_by_shape.get(shape)
+        if name is None:
+            self.helpers += 1
+            name = self.shared_by_shape[shape] = f"shared_{self.helpers}"
+            self.grammar.rules.append(Rule(name, node, 0, 0, pointer=None, shared=True))
         return name
 
 

@@ -32,7 +32,16 @@ EXPAND_STATES = 64
 class Builder:
     """Append-only node constructors over one `Grammar` arena."""
 
-    __slots__ = ("grammar", "max_states", "states", "rule", "_cost", "_stamps")
+    __slots__ = (
+        "grammar",
+        "max_states",
+        "states",
+        "rule",
+        "_cost",
+        "_stamps",
+        "_shapes",
+        "_shape_numbers",
+    )
 
     def __init__(self, grammar: Grammar, states_limit: int | None = None) -> None:
         self.grammar = grammar
@@ -43,6 +52,8 @@ class Builder:
         # key -> (first node, end, root, net states, gross states) of a `stamp`ed subtree's
         # first build
         self._stamps: dict[str, tuple[int, int, int, int, int]] = {}
+        self._shapes: dict[int, int] = {}  # node -> its `shape`
+        self._shape_numbers: dict[tuple, int] = {}
 
     def begin_rule(self, name: str) -> None:
         """Start counting the nodes of rule `name` (each rule is bounded on its own)."""
@@ -115,6 +126,28 @@ class Builder:
         return sum(
             cost[i] - sum(cost.get(c, 2) for c in nodes[i].children) for i in range(first, end)
         )
+
+    def shape(self, root: int) -> int:
+        """A number equal for two subtrees exactly when they are equal node for node (kind,
+        payload, children in order, suffix marks), computed once per node. Children precede
+        their parent in the arena, so the subtree is numbered in ascending order."""
+        shapes = self._shapes
+        found = shapes.get(root)
+        if found is not None:
+            return found
+        nodes, suffixes, numbers = self.grammar.nodes, self.grammar.suffixes, self._shape_numbers
+        pending = set()
+        todo = [root]
+        while todo:
+            node_id = todo.pop()
+            if node_id not in pending and node_id not in shapes:
+                pending.add(node_id)
+                todo.extend(nodes[node_id].children)
+        for node_id in sorted(pending):
+            kind, _, _, children, payload = nodes[node_id]
+            key = (kind, payload, tuple(shapes[c] for c in children), node_id in suffixes)
+            shapes[node_id] = numbers.setdefault(key, len(numbers))
+        return shapes[root]
 
     def node(self, kind: Kind, children: tuple[int, ...], payload=None) -> int:
         """A node of any kind (used to copy a subtree), costed like the named constructors."""

@@ -20,7 +20,7 @@ tests use; `Table.to_dfa` and `Table.from_dfa` convert.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -247,18 +247,10 @@ class _SegmentEdges:
         self.widths = _machine_ints(widths)
         self.overlapping = overlapping  # per state: two of its edges share a segment
 
-        self.rows: dict[int, list[tuple[int, int, int]]] = {}  # `of`, for the states asked
-
-    def of(self, q: int) -> list[tuple[int, int, int]]:
-        """State q's edges, as (first segment, last segment, target) in order; made once
-        (a state sits in many subsets) and kept only for the states the construction meets."""
-        row = self.rows.get(q)
-        if row is None:
-            a, b = self.offsets[q], self.offsets[q + 1]
-            row = self.rows[q] = list(
-                zip(self.firsts[a:b], self.lasts[a:b], self.targets[a:b], strict=True)
-            )
-        return row
+    def of(self, q: int) -> Iterator[tuple[int, int, int]]:
+        """State q's edges, as (first segment, last segment, target) in order."""
+        a, b = self.offsets[q], self.offsets[q + 1]
+        return zip(self.firsts[a:b], self.lasts[a:b], self.targets[a:b], strict=True)
 
 
 def _machine_ints(values: np.ndarray) -> array:
@@ -330,7 +322,7 @@ def determinize_table(
         accepting.append(final in subset)
         if len(subset) == 1:
             (q,) = subset
-            edges = edges_of.of(q)
+            edges = list(edges_of.of(q))
             cost = widths[q]
         else:
             edges = []

@@ -215,6 +215,7 @@ class Lowering(Combinators, ArrayKeywords, MemberOrder):
         self.unsat: tuple[str, str] | None = None
         self.helpers = 0
         self.shared_by_shape: dict[int, str] = {}  # `_shared_rule`
+        self.merged: list[int] = []  # bodies `_shared_rule` found equal to an earlier one's
 
     # ---- driver ---------------------------------------------------------------------------
 
@@ -1711,8 +1712,11 @@ class Lowering(Combinators, ArrayKeywords, MemberOrder):
         the compiler inlines a shared rule again when that is needed for the predictive check."""
         uses: dict[str, int] = {}
         nodes = self.grammar.nodes
-        for rule in self.grammar.rules:
-            stack = [rule.body]
+        # a body merged into an equal rule still counts its references: a definition used
+        # from both copies stays shared (inlined into the one rule, it would be a second
+        # copy of a machine that other shared rules already hold)
+        for body in [rule.body for rule in self.grammar.rules] + self.merged:
+            stack = [body]
             while stack:
                 node = nodes[stack.pop()]
                 if node.kind == Kind.REF:
@@ -1795,6 +1799,8 @@ class Lowering(Combinators, ArrayKeywords, MemberOrder):
             self.helpers += 1
             name = self.shared_by_shape[shape] = f"shared_{self.helpers}"
             self.grammar.rules.append(Rule(name, node, 0, 0, pointer=None, shared=True))
+        else:
+            self.merged.append(node)
         return name
 
 

@@ -19,6 +19,7 @@ and so is every byte of the artifact (`tests/test_automata_foresight.py`).
 
 from __future__ import annotations
 
+from trgc.automata.fold import fold
 from trgc.automata.nfa import is_plain
 from trgc.grammar.ast import Grammar, Kind
 from trgc.limits import Budget
@@ -46,7 +47,7 @@ def certain_conflicts(
     choices = []  # (choice, the shared rules each alternative calls first)
     for i, node in enumerate(nodes):
         if node.kind == Kind.ALT:
-            calls = [_NOTHING if _reads(nodes, c) else leading.solve(c) for c in node.children]
+            calls = [_NOTHING if _reads(nodes, c) else leading.of(c) for c in node.children]
             if any(calls):
                 choices.append((i, calls))
     budget.charge(len(nodes), "machine planning")
@@ -90,72 +91,50 @@ def _reached(grammar: Grammar, rule_index: dict[str, int], start: str, budget: B
     return seen
 
 
-class _Solver:
-    """A value per node computed from its parts' values (a reference's part is the rule's
-    body), memoised and without recursion (a grammar nests deeply); a part met again while
-    being computed (a recursive reference) counts as `unknown`."""
-
-    unknown: object = None
+class _Pass:
+    """A value per node (`fold`, with the subclass's `_parts` and `_combine`), memoised
+    across requests; each node solved is charged one operation."""
 
     def __init__(self, grammar: Grammar, rule_index: dict[str, int], budget: Budget) -> None:
-        self.grammar = grammar
-        self.rule_index = rule_index
-        self.budget = budget
-        self.known: dict[int, object] = {}
+        self.grammar, self.rule_index, self.budget = grammar, rule_index, budget
+        self.known: dict = {}
 
-    def parts(self, node) -> tuple[int, ...]:
-        if node.kind == Kind.REF:
-            return (self.grammar.rules[self.rule_index[node.payload]].body,)
-        return node.children
+    def _value(self, node_id: int, unknown):
+        before = len(self.known)
+        value = fold(node_id, self._parts, self._combine, self.known, unknown)
+        self.budget.charge(len(self.known) - before, "machine planning")
+        return value
 
-    def combine(self, node, parts: list):
-        raise NotImplementedError
-
-    def solve(self, root: int):
-        nodes, known, unknown = self.grammar.nodes, self.known, self.unknown
-        open_: set[int] = set()
-        stack = [root]
-        while stack:
-            i = stack[-1]
-            if i in known:
-                stack.pop()
-                continue
-            node = nodes[i]
-            parts = self.parts(node)
-            waiting = [c for c in parts if c not in known and c not in open_]
-            if waiting and i not in open_:
-                open_.add(i)
-                stack.extend(waiting)
-                continue
-            stack.pop()
-            open_.discard(i)
-            known[i] = self.combine(node, [known.get(c, unknown) for c in parts])
-            self.budget.charge(1, "machine planning")
-        return known[root]
+    def _body(self, name: str) -> int:
+        """The body of rule `name`: a reference's one part."""
+        return self.grammar.rules[self.rule_index[name]].body
 
 
-class _Leading(_Solver):
+class _Leading(_Pass):
     """The shared rules a node calls before reading anything: through the first item of a
     sequence, every alternative, the body of a repetition that is neither counted nor
     copied, and inlined rules (never into another machine)."""
-
-    unknown = _NOTHING
 
     def __init__(self, grammar, rule_index, budget, shared, called) -> None:
         super().__init__(grammar, rule_index, budget)
         self.shared, self.called = shared, called
 
-    def parts(self, node) -> tuple[int, ...]:
+    def of(self, node_id: int) -> frozenset[str]:
+        return self._value(node_id, _NOTHING)
+
+    def _parts(self, node_id: int) -> tuple[int, ...]:
+        node = self.grammar.nodes[node_id]
         kind = node.kind
         if kind == Kind.REF:
-            return () if node.payload in self.called else super().parts(node)
+            return () if node.payload in self.called else (self._body(node.payload),)
         if kind == Kind.SEQ:
             return node.children[:1]
         if kind == Kind.ALT or (kind == Kind.REPEAT and _plain(node)):
             return node.children
         return ()
 
-    def combine(self, node, parts: list) -> frozenset:
+    def _combine(self, node_id: int, parts: list) -> frozenset[str]:
+        node = self.grammar.nodes[node_id]
         if node.kind == Kind.REF and node.payload in self.shared:
             return frozenset((node.payload,))
         return frozenset().union(*parts) if parts else _NOTHING
@@ -176,19 +155,21 @@ def _plain(node) -> bool:
     return is_plain(*node.payload[:2]) and not node.payload[2:3]
 
 
-class _First(_Solver):
+class _First(_Pass):
     """Per node: is its language certainly non-empty, and a subset of its first bytes
     (empty unless it is). An AND or NOT operand is never entered."""
 
-    unknown = (False, _NOTHING)
-
     def of(self, node_id: int) -> frozenset[int]:
-        return self.solve(node_id)[1]
+        return self._value(node_id, (False, _NOTHING))[1]
 
-    def parts(self, node) -> tuple[int, ...]:
-        return () if node.kind in (Kind.AND, Kind.NOT) else super().parts(node)
+    def _parts(self, node_id: int) -> tuple[int, ...]:
+        node = self.grammar.nodes[node_id]
+        if node.kind in (Kind.AND, Kind.NOT):
+            return ()
+        return (self._body(node.payload),) if node.kind == Kind.REF else node.children
 
-    def combine(self, node, parts: list) -> tuple[bool, frozenset[int]]:
+    def _combine(self, node_id: int, parts: list) -> tuple[bool, frozenset[int]]:
+        node = self.grammar.nodes[node_id]
         kind = node.kind
         if kind in (Kind.EMPTY, Kind.SPECIAL):
             return True, _NOTHING

@@ -110,8 +110,9 @@ def build_tables(
     Counted repetitions and shared rules are tried as machines first; when the predictive
     check finds a conflict that involves one of them, those are expanded (copied or inlined,
     which is always exact) and the grammar is compiled again. Shared rules whose conflict is
-    certain from the AST alone are inlined before the first attempt (`foresight.py`). Each retry expands at least one
-    more construct, so this ends; every attempt charges the same operation budget.
+    certain from the AST alone are inlined before the first attempt (`foresight.py`). Each
+    retry expands at least one more construct, so this ends; every attempt charges the same
+    operation budget.
 
     Raises `E_LIMIT_STATES`, `E_LIMIT_TRANSITIONS`, `E_LIMIT_OPERATIONS`,
     `E_PREDICTIVE_CONFLICT` or `E_EMPTY_LANGUAGE`.

@@ -34,6 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from trgc.automata.dfa import Table
+from trgc.automata.fold import fold
 from trgc.automata.reuse import StructureKeys
 from trgc.grammar.ast import Grammar, Kind
 from trgc.limits import Budget
@@ -123,21 +124,9 @@ class PieceMemo:
 
     def _sizes(self, root: int) -> dict[int, int]:
         """Every node under `root` (each once) -> the nodes the builder builds for it,
-        inlined rule bodies included (post-order, no recursion)."""
+        inlined rule bodies included."""
         sizes: dict[int, int] = {}
-        stack = [root]
-        while stack:
-            node_id = stack[-1]
-            if node_id in sizes:
-                stack.pop()
-                continue
-            inside = self._inside(node_id)
-            missing = [c for c in inside if c not in sizes]
-            if missing:
-                stack.extend(missing)
-                continue
-            stack.pop()
-            sizes[node_id] = 1 + sum([sizes[c] for c in inside])
+        fold(root, self._inside, lambda _, inside: 1 + sum(inside), sizes, 0)
         return sizes
 
     def reuse(self, node_id: int) -> Piece | None:

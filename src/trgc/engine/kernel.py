@@ -245,6 +245,11 @@ def _walk(params, orig, roots, gnext, calls, info, byte_class, node_byte, node_d
                 status = OK
             elif action == -1 and not info[ACCEPTING, g]:
                 status = DEAD  # no action and nothing to return into: the common rejection
+            elif action == -1 and lv[d - 1, POS] == 1 and not info[IS_REPEAT, g]:
+                # an accepting top frame with no frame below returns out of the configuration:
+                # open in a frame walk, a rejection otherwise (as `_general` decides, without
+                # its call: every first byte of an accepting state comes here)
+                status = OPEN if frame_mode else DEAD
             else:
                 status = _step(d, sym, lv, cells, gnext, calls, info, ok_below, max_depth,
                                  max_steps, frame_mode, n_orig + d * stride)  # fmt: skip
@@ -286,11 +291,14 @@ _step = _general  # what `_walk` calls: the compiled `_general` once `_jitted` h
 def _jitted():
     """The compiled walk. `_walk` calls `_step` as a global (numba caches a function that
     calls another compiled one; a function passed as an argument would be compiled again in
-    every process)."""
+    every process), inlined: a call passed its nine arrays on every return and call a walk
+    makes (the open roots of an accepting state are a return each), and a walk of the live
+    stack of `{"xs":[{"n":1,"s":"ab"}` took 35 us instead of 27 us on Llama-3 (the first
+    compilation takes 2 s longer, once per checkout: the code is cached on disk)."""
     from numba import njit
 
     global _step, _enter_now
-    _step = njit(cache=True, nogil=True)(_general)
+    _step = njit(cache=True, nogil=True, inline="always")(_general)
     _enter_now = njit(cache=True, nogil=True)(_enter)
     return njit(cache=True, nogil=True)(_walk)
 

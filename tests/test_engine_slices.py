@@ -13,7 +13,7 @@ from trgc.engine.binding import bind
 from trgc.engine.config import START, STATE_MASK, frame_key, step_bytes
 from trgc.engine.kernel import Scratch, walk_trie
 from trgc.engine.precompute import frame_entry, reachable_keys
-from trgc.engine.slices import default_slices, is_safe
+from trgc.engine.slices import default_slices, is_safe, moves
 
 PIECES = [
     b"abc", b'a"', b"a\\", b"\xc3", b"\xc3\xa9", b"\xed\xa0\x80", b"\xc0\x80", b"\xf4\x90\x80\x80",
@@ -76,6 +76,34 @@ def test_slice_membership():
     assert member["whitespace"] == {b" ", b"\n\t ", b" \r\n"}
     for m, words, _ in parts:
         assert int(np.unpackbits(words.view(np.uint8)).sum()) == int(m.sum())
+
+
+def _plain_moves(byte_class: np.ndarray, dfa: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`slices.moves` one slice state and one allowed byte at a time."""
+    out = np.zeros((dfa.shape[0], 256, 2), dtype=np.int64)
+    counts = np.zeros(dfa.shape[0], dtype=np.int64)
+    for state, row in enumerate(dfa.tolist()):
+        pairs = sorted({(row[b], int(byte_class[b])) for b in range(256) if row[b] >= 0})
+        for j, pair in enumerate(pairs):
+            out[state, j] = pair
+        counts[state] = len(pairs)
+    return out, counts
+
+
+def test_slice_moves_equal_a_plain_count():
+    rng = np.random.default_rng(7)
+    automata = [s.dfa for s in default_slices()]
+    for _ in range(40):
+        n = int(rng.integers(1, 12))
+        dfa = rng.integers(0, n, (n, 256)).astype(np.int8)
+        dfa[rng.random((n, 256)) < 0.8] = -1
+        automata.append(dfa)
+    for dfa in automata:
+        for n_classes in (1, 7, 256):
+            byte_class = rng.integers(0, n_classes, 256).astype(np.uint8)
+            got, expected = moves(byte_class, dfa), _plain_moves(byte_class, dfa)
+            assert (got[1] == expected[1]).all()
+            assert (got[0] == expected[0]).all()
 
 
 def test_safety_follows_the_grammar():

@@ -383,8 +383,11 @@ class Scratch:
         self.path = np.zeros(levels, dtype=np.int32)
         self.orig = np.zeros(cap, dtype=np.int64)
         self.ok_below = np.zeros(cap + 1, dtype=np.bool_)
-        self.ro = np.zeros(binding.node_byte.shape[0] + 1, dtype=np.int32)  # the whole trie,
-        self.open_roots = self.ro[1:]  # then open roots found by a frame walk
+        n_nodes = binding.node_byte.shape[0]
+        # the whole trie, then open roots found by a frame walk, then the first-level nodes a
+        # frame walk of `_cold` starts from (at most 256)
+        self.ro = np.zeros(n_nodes + 1 + 256, dtype=np.int32)
+        self.open_roots = self.ro[1 : n_nodes + 1]
         self.io = np.zeros(4, dtype=np.int64)
         self.params = np.zeros(8, dtype=np.int64)
         self.params[P_MAX_DEPTH] = kt.max_depth
@@ -555,12 +558,12 @@ def allowed_mask(binding: Binding, config: Config | None, token_ids=None) -> np.
 (T_G, T_S, T_K, T_NSPEC, T_NEOS, T_NEXT, T_CALLS, T_INFO, T_CLASS, T_SPEC_IDS, T_SPEC_SYMS,
  T_EOS, T_CALLER, T_PLAIN, T_MAX_DEPTH, T_MAX_STEPS, T_STRIDE, T_WORDS) = range(18)  # fmt: skip
 T_HEADER = 18
-# header of the packed trie (int32): node count, token-id count
-R_NODES, R_TOKENS = 0, 1
-R_HEADER = 2
+# header of the packed trie (int32): node count, token-id count, first-level node count
+R_NODES, R_TOKENS, R_FIRST = 0, 1, 2
+R_HEADER = 3
 # control cells at the start of `Scratch.sc`
 (C_N, C_MODE, C_PHASE, C_NOPEN, C_HEIGHT, C_DIRECT, C_NROOTS, C_LEVELS, C_CELLS,
- C_CAP, C_TRACE) = range(11)  # fmt: skip
+ C_CAP, C_TRACE, C_NFIRST) = range(12)  # fmt: skip
 C_HEADER = 16
 MODE_KNOWN, MODE_COMPUTE = 0, 1  # the top frame's entry is given, or computed in the call
 PH_BEGIN, PH_FRAME, PH_COMBINE, PH_ROOTS, PH_FULL, PH_SYMBOLS = range(6)
@@ -584,6 +587,10 @@ def _live_views(tab, trie, sc):
     parent = trie[o + 3 * n_nodes : o + 4 * n_nodes]
     token_start = trie[o + 4 * n_nodes : o + 5 * n_nodes + 1]
     token_ids = trie[o + 5 * n_nodes + 1 : o + 5 * n_nodes + 1 + n_tok]
+    o += 5 * n_nodes + 1 + n_tok
+    n_first = trie[R_FIRST]
+    first_nodes = trie[o : o + n_first]
+    first_bytes = trie[o + n_first : o + 2 * n_first]
     levels = sc[C_LEVELS]
     n_cells = sc[C_CELLS]
     cap = sc[C_CAP]
@@ -602,7 +609,8 @@ def _live_views(tab, trie, sc):
     o += cap
     ok_below = sc[o : o + cap + 1]
     return (gnext, calls, info, node_byte, node_depth, subtree_end, parent, token_start,
-            token_ids, params, io, one, lv, cells, path, orig, ok_below)  # fmt: skip
+            token_ids, first_nodes, first_bytes, params, io, one, lv, cells, path, orig,
+            ok_below)  # fmt: skip
 
 
 def _cold(tab, trie, node_tok, byte_token, sc, ro, known_words, known_roots, new_words, words):
@@ -614,12 +622,15 @@ def _cold(tab, trie, node_tok, byte_token, sc, ro, known_words, known_roots, new
     again), 1 when done. `C_DIRECT` is set when the entry's accept set alone is the mask (then
     `words` is not written); `C_TRACE` collects `1 << phase` of the phases run (`phases_run`)."""
     (gnext, calls, info, node_byte, node_depth, subtree_end, parent, token_start, token_ids,
-     params, io, one, lv, cells, path, orig, ok_below) = _live_views(tab, trie, sc)  # fmt: skip
+     first_nodes, first_bytes, params, io, one, lv, cells, path, orig,
+     ok_below) = _live_views(tab, trie, sc)  # fmt: skip
     byte_class = tab[tab[T_CLASS] : tab[T_CLASS] + 256]
     max_depth = tab[T_MAX_DEPTH]
     n = sc[C_N]
+    n_nodes = trie[R_NODES]
     whole = ro[0:1]
-    open_out = ro[1:]
+    open_out = ro[1 : n_nodes + 1]
+    firsts = ro[n_nodes + 1 :]
     top = orig[n - 1]
     g = top & LOW32
     while True:
@@ -634,11 +645,21 @@ def _cold(tab, trie, node_tok, byte_token, sc, ro, known_words, known_roots, new
                 params[P_FRAME_MODE] = tab[tab[T_CALLER] + g]
                 params[P_USE_SKIP] = 0
                 io[0], io[1], io[2], io[3] = 0, -1, 0, 0
+                # the first-level nodes the frame walk can accept: a state that does not
+                # accept rejects every first byte it has no action on (as the walk would, at
+                # the cost of three loads scattered over the trie per first-level node)
+                accepting = info[ACCEPTING, g] != 0
+                k = 0
+                for f in range(first_nodes.shape[0]):
+                    if accepting or gnext[g, byte_class[first_bytes[f]]] != -1:
+                        firsts[k] = first_nodes[f]
+                        k += 1
+                sc[C_NFIRST] = k
                 sc[C_PHASE] = PH_FRAME
             else:
                 sc[C_PHASE] = PH_COMBINE
         elif phase == PH_FRAME:
-            if not _walk_step(params, one, whole, gnext, calls, info, byte_class, node_byte,
+            if not _walk_step(params, one, firsts[: sc[C_NFIRST]], gnext, calls, info, byte_class, node_byte,
                               node_depth, subtree_end, parent, node_tok, token_start, token_ids,
                               byte_token, byte_token, lv, cells, path, ok_below, new_words,
                               open_out, io):  # fmt: skip
@@ -753,9 +774,10 @@ def live_trie(binding: Binding) -> np.ndarray:
     shared = binding.vocab._lazy
     found = shared.get("live.trie")
     if found is None:
+        first = np.flatnonzero(binding.node_depth == 1)  # preorder: ascending bytes
         parts = [binding.node_byte, binding.node_depth, binding.subtree_end, binding.parent,
-                 binding.token_start, binding.token_ids]  # fmt: skip
-        header = [int(binding.node_byte.shape[0]), int(binding.token_ids.shape[0])]
+                 binding.token_start, binding.token_ids, first, binding.node_byte[first]]  # fmt: skip
+        header = [int(binding.node_byte.shape[0]), int(binding.token_ids.shape[0]), first.size]
         found, _ = _packed([np.asarray(a, dtype=np.int32) for a in parts], header, np.int32)
         found.flags.writeable = False
         found = shared.setdefault("live.trie", found)

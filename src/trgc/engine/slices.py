@@ -18,6 +18,7 @@ nodes; the tokens that are not members are walked by their tails (`trgc.engine.t
 from __future__ import annotations
 
 import functools
+import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -244,36 +245,67 @@ def specialise(raw: RawSlices, byte_token: np.ndarray) -> SliceTables:
 FAIL = -1  # `_search`: not safe
 
 
-def moves(byte_class: np.ndarray, dfa: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+# per artifact tables: id(slice automaton) -> (the automaton, its moves over their classes)
+_MOVES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def moves(tables: Tables, dfa: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(int64[slice states, 256, 2], int64[slice states]): per slice state, its distinct
     (next slice state, byte class) pairs over the bytes it allows, and how many. The product
     searches step those instead of 256 bytes (a member-name automaton with a few dozen names
-    took 0.25 ms per search byte by byte); built once per byte classes and automaton."""
-    return _moves(byte_class.tobytes(), dfa.tobytes(), dfa.shape[0])
+    took 0.25 ms per search byte by byte); built once per byte classes and automaton, and
+    found again by the tables and the automaton's identity (the searches of one state ask
+    for them several times: hashing the automaton's bytes for the shared cache each time
+    cost more than a search)."""
+    per_tables = _MOVES.get(tables)
+    if per_tables is None:
+        per_tables = _MOVES.setdefault(tables, {})
+    found = per_tables.get(id(dfa))
+    if found is None or found[0] is not dfa:
+        found = per_tables[id(dfa)] = (dfa, _moves(tables.byte_class, dfa))
+    return found[1]
 
 
-@functools.lru_cache(maxsize=256)
-def _moves(byte_class: bytes, dfa: bytes, n_states: int) -> tuple[np.ndarray, np.ndarray]:
-    """On whole arrays: every allowed (slice state, next slice state, byte class) triple as one
-    integer, marked in a presence array (deduplicated and sorted at once: there are at most
-    256 x slice states squared), then scattered into each state's row. A new artifact's byte
-    classes miss the cache: a loop of `np.unique` per slice state cost 0.1-0.2 ms there, once
-    per slice and artifact, on the first string state's mask."""
-    classes = np.frombuffer(byte_class, dtype=np.uint8).astype(np.int64)
-    table = np.frombuffer(dfa, dtype=np.int8).reshape(n_states, 256).astype(np.int64)
-    state, byte_value = np.nonzero(table >= 0)
-    present = np.zeros(n_states * n_states * 256, dtype=bool)
-    present[(state * n_states + table[state, byte_value]) * 256 + classes[byte_value]] = True
-    triples = np.flatnonzero(present)
-    owner = triples // (256 * n_states)
-    counts = np.bincount(owner, minlength=n_states)
-    column = np.arange(triples.size) - (np.cumsum(counts) - counts)[owner]
+def _moves(byte_class: np.ndarray, dfa: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`moves` of one automaton over one artifact's byte classes (compiled: `_fill_moves`)."""
+    n_states = dfa.shape[0]
     out = np.zeros((n_states, 256, 2), dtype=np.int64)
-    out[owner, column, 0] = triples // 256 % n_states
-    out[owner, column, 1] = triples % 256
+    counts = np.zeros(n_states, dtype=np.int64)
+    seen = np.zeros(n_states * 256, dtype=np.bool_)
+    _moves_jitted()(np.ascontiguousarray(dfa, dtype=np.int8),
+                    np.ascontiguousarray(byte_class, dtype=np.uint8), seen, out, counts)  # fmt: skip
     out.flags.writeable = False
     counts.flags.writeable = False
     return out, counts
+
+
+def _fill_moves(dfa, byte_class, seen, out, counts):
+    """Per slice state, its distinct (next slice state, byte class) pairs in ascending order:
+    every allowed pair marked in `seen` (slice state x class, cleared per state), then read
+    back in order. A new artifact's byte classes are new: in numpy (a `np.unique` per slice
+    state, or a presence array over all of them) this cost 30-130 us per slice and artifact,
+    inside the first string state's mask."""
+    n_states = dfa.shape[0]
+    for ss in range(n_states):
+        for b in range(256):
+            t = dfa[ss, b]
+            if t >= 0:
+                seen[t * 256 + byte_class[b]] = True
+        k = 0
+        for cell in range(n_states * 256):
+            if seen[cell]:
+                seen[cell] = False
+                out[ss, k, 0] = cell // 256
+                out[ss, k, 1] = cell % 256
+                k += 1
+        counts[ss] = k
+
+
+@functools.cache
+def _moves_jitted():
+    from numba import njit
+
+    return njit(cache=True, nogil=True)(_fill_moves)
 
 
 def _search(gnext, moves, n_moves, accepting, is_repeat, rep_start, cost, need, max_chars,
@@ -439,7 +471,7 @@ def _search_from(tables: Tables, g: int, left: int, s: Slice, longest: int, need
     """`_search` from a frame at state `g` with `left` iterations left (`>= longest`:
     unlimited within one token); None when not safe."""
     found = _search_jitted()(
-        tables.next, *moves(tables.byte_class, s.dfa), tables.accepting, tables.is_repeat,
+        tables.next, *moves(tables, s.dfa), tables.accepting, tables.is_repeat,
         tables.rep_start, tables.cost, need, s.max_chars, g, -1 if left >= longest else left,
         tables.max_depth,
     )  # fmt: skip

@@ -257,6 +257,6 @@ def after_members(tables: Tables, key: int, dfa: np.ndarray, longest: int) -> tu
 
 def _boundary_of(boundary, tables: Tables, g: int, needed: int, dfa: np.ndarray) -> int | None:
     """`_boundary` (compiled: `boundary`) over `tables` from state `g`; None for SEVERAL."""
-    code = boundary(tables.next, *moves(tables.byte_class, dfa), tables.accepting,
+    code = boundary(tables.next, *moves(tables, dfa), tables.accepting,
                     tables.is_repeat, tables.rep_start, g, needed)  # fmt: skip
     return None if code == SEVERAL else int(code)

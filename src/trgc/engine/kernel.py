@@ -389,6 +389,7 @@ class Scratch:
         self.ro = np.zeros(n_nodes + 1 + 256, dtype=np.int32)
         self.open_roots = self.ro[1 : n_nodes + 1]
         self.io = np.zeros(4, dtype=np.int64)
+        self.words = np.empty(binding.n_words, dtype=np.uint32)  # a mask while it is computed
         self.params = np.zeros(8, dtype=np.int64)
         self.params[P_MAX_DEPTH] = kt.max_depth
         self.params[P_MAX_STEPS] = kt.max_steps
@@ -841,7 +842,10 @@ def cold_mask(
     sc = scratch.sc
     n = len(keys)
     o = scratch.orig_at
-    sc[o : o + n] = keys
+    if n == 1:  # most configurations: an item is cheaper to set than a slice
+        sc[o] = keys[0]
+    else:
+        sc[o : o + n] = keys
     sc[C_N] = n
     sc[C_PHASE] = PH_BEGIN
     sc[C_TRACE] = 0
@@ -865,7 +869,10 @@ def cold_mask(
 def computed_entry(scratch: Scratch) -> tuple[np.ndarray, int]:
     """(open roots, height) of the entry the last `cold_mask` without `known` walked."""
     sc = scratch.sc
-    roots = scratch.ro[1 : 1 + sc[C_NOPEN]].copy()
+    n_open = int(sc[C_NOPEN])
+    if not n_open:  # most cheap frames: one shared empty array
+        return _NO_ROOTS, int(sc[C_HEIGHT])
+    roots = scratch.ro[1 : 1 + n_open].copy()
     roots.flags.writeable = False
     return roots, int(sc[C_HEIGHT])
 

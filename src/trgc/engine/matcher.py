@@ -307,7 +307,7 @@ class Matcher:
                 if below + entry.height <= binding.tables.max_depth:
                     return entry.accept  # the whole mask, as a direct row is (`DirectRows`)
         scratch = self._scratch
-        words = np.empty(self._n_words, dtype=np.uint32)
+        words = scratch.words  # copied when kept: most masks are an entry's accept set
         open_tails = None if entry is None or len(config) == 1 else entry.tails
         after = None if open_tails is None else self._after_member(open_tails.k, top)
         if after is None:
@@ -329,6 +329,7 @@ class Matcher:
                      trie)  # fmt: skip
         if direct:
             return entry.accept  # type: ignore[union-attr]
+        words = words.copy()
         return self._cache.put(key, words, words.nbytes)
 
     def _after_member(self, k: int, top: int) -> tuple | None:

@@ -84,6 +84,11 @@ class Tables:
         """Bound on non-consuming actions while handling one symbol (see `step`)."""
         return 2 * self.max_frames + 3
 
+    @functools.cached_property
+    def class_of_byte(self) -> list[int]:
+        """`byte_class` as a list (indexing a list costs a third of a numpy item)."""
+        return self.byte_class.tolist()
+
 
 def flatten(artifact: Artifact) -> Tables:
     """The global-state form of `artifact` (memoised on the artifact)."""
@@ -277,6 +282,28 @@ def step_bytes(tables: Tables, config: Config, data: bytes) -> Config | None:
         if current is None:
             return None
     return current
+
+
+def shift_bytes(tables: Tables, config: Config, data: bytes) -> Config | None | bool:
+    """`step_bytes` of a viable configuration (every one a matcher holds) when each byte of
+    `data` is a shift of the top frame, the common case, or one is refused at a state that does
+    not accept (a call, return or restart: False, and `step_bytes` decides). The frames below do not change, so viability is the top frame's
+    check after each byte: the rule frames at or below it plus its completion need within
+    `max_depth`. The counters ride along, as in `step`."""
+    top = config[-1]
+    g = top & STATE_MASK
+    counters = top - g
+    need = tables.need_more if top >> 64 else tables.need
+    nxt, classes, cost = tables.next, tables.class_of_byte, tables.cost
+    room = tables.max_depth - (depth(tables, config[:-1]) if len(config) > 1 else 0)
+    for byte in data:
+        action = int(nxt[g, classes[byte]])
+        if action < 0:  # no action and nothing to return into is the reference's refusal too
+            return None if action == -1 and not tables.accepting[g] else False
+        if cost[action] + need[action] > room:
+            return None
+        g = action
+    return (*config[:-1], g + counters)
 
 
 def frame_accepting(tables: Tables, frame: int) -> bool:

@@ -42,6 +42,7 @@ from trgc.engine.config import (
     frames,
     is_accepting,
     mask_key,
+    shift_bytes,
     step,
     step_bytes,
 )
@@ -122,6 +123,14 @@ class Matcher:
         self._filled_index = -1
         self._filled_row: Row | None = None
         self._longest = self._binding.trie_depth  # counters are clipped with the longest token
+        binding = self._binding
+        # token id -> grammar symbol of the special tokens the grammar names (the first one
+        # naming the id), and the EOS ids, for `_next`
+        self._specials: dict[int, int] = {}
+        for token, symbol in zip(binding.special_ids.tolist(), binding.special_syms.tolist(),
+                                 strict=True):  # fmt: skip
+            self._specials.setdefault(token, symbol)
+        self._eos = frozenset(binding.eos_ids.tolist())
         self._history: list[Config | None] = [START]
         self.last_source = ""  # where the last mask came from: store, cache, frame, disk, walk
 
@@ -397,16 +406,21 @@ class Matcher:
         b = self._binding
         if config is None or not 0 <= token_id < b.vocab_size:
             return False
-        hit = np.flatnonzero(b.special_ids == token_id)
-        if hit.size:  # a grammar symbol first (see the special-token policy in binding.py)
-            nxt = step(b.tables, config, int(b.special_syms[hit[0]]))
+        special = self._specials.get(token_id)
+        if (
+            special is not None
+        ):  # a grammar symbol first (see the special-token policy in binding.py)
+            nxt = step(b.tables, config, special)
             if nxt is not None:
                 return nxt
-        if token_id in b.eos_ids:
+        if token_id in self._eos:
             return None if is_accepting(b.tables, config) else False
-        if hit.size or not b.byte_token[token_id]:
+        if special is not None or not b.byte_token[token_id]:
             return False
-        nxt = step_bytes(b.tables, config, b.token_bytes(token_id))
+        data = b.token_bytes(token_id)
+        nxt = shift_bytes(b.tables, config, data)
+        if nxt is False:  # a call, return or restart on the way
+            nxt = step_bytes(b.tables, config, data)
         return False if nxt is None else nxt
 
     def advance(self, token_id: int) -> None:

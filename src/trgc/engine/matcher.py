@@ -65,6 +65,9 @@ from trgc.engine.slices import candidates
 from trgc.errors import TrgcError
 
 FORCED_BYTES_LIMIT = 4096
+# frame entries a matcher keeps by top frame (`Matcher._frame`), cleared when full: the
+# shared cache holds them too, by residual, at the cost of two keys to make per lookup
+ENTRIES_KEPT = 4096
 _INT32 = np.dtype(np.int32)
 
 
@@ -132,6 +135,7 @@ class Matcher:
             self._specials.setdefault(token, symbol)
         self._eos = frozenset(binding.eos_ids.tolist())
         self._history: list[Config | None] = [START]
+        self._entries: dict[int, FrameEntry] = {}  # top frame -> its entry (`_frame`)
         self.last_source = ""  # where the last mask came from: store, cache, frame, disk, walk
 
     # -- state ---------------------------------------------------------------------------
@@ -205,7 +209,19 @@ class Matcher:
 
     def _frame(self, frame: int) -> FrameEntry:
         """The `FrameEntry` of top frame `frame`: precomputed, shared by residual (in memory
-        or on disk), or walked now and shared."""
+        or on disk), or walked now and shared; kept by the matcher too, so that a frame met
+        again (a string body, token after token) is one lookup."""
+        entry = self._entries.get(frame)
+        if entry is not None:
+            return entry
+        entry = self._lookup(frame)
+        if len(self._entries) >= ENTRIES_KEPT:
+            self._entries.clear()
+        self._entries[frame] = entry
+        return entry
+
+    def _lookup(self, frame: int) -> FrameEntry:
+        """`_frame` without the matcher's own memo."""
         key = frame_key(frame, self._longest)
         if self._precomputed is not None:
             entry = self._precomputed.entry_of(key)

@@ -13,7 +13,7 @@ from trgc.engine.binding import bind
 from trgc.engine.config import START, STATE_MASK, frame_key, step_bytes
 from trgc.engine.kernel import Scratch, walk_trie
 from trgc.engine.precompute import frame_entry, reachable_keys
-from trgc.engine.slices import _moves, default_slices, is_safe
+from trgc.engine.slices import _moves, candidates, default_slices, is_safe
 
 PIECES = [
     b"abc", b'a"', b"a\\", b"\xc3", b"\xc3\xa9", b"\xed\xa0\x80", b"\xc0\x80", b"\xf4\x90\x80\x80",
@@ -105,6 +105,24 @@ def test_slice_moves_equal_a_plain_count():
             expected = _plain_moves(byte_class, dfa)
             assert (got[1] == expected[1]).all()
             assert (got[0] == expected[0]).all()
+
+
+def test_candidates_are_the_states_with_an_action_on_every_first_byte():
+    """`candidates` (one product over all states) against its definition, state by state."""
+    person = (ROOT / "schemas/person.json").read_bytes()
+    artifacts = [json_artifact(), trgc.compile_schema(person), trgc.compile_schema(DOT_STRINGS),
+                 trgc.compile_schema(COUNTED_STRINGS)]  # fmt: skip
+    vocab = trgc.load_tokenizer(ROOT / "tokenizers/synthetic/json-bytelevel")
+    for artifact in artifacts:
+        tables = bind(artifact, vocab).tables
+        got = candidates(tables)
+        for k, piece in enumerate(default_slices()):
+            firsts = {int(tables.byte_class[b]) for b in range(256) if piece.dfa[0, b] >= 0}
+            for g in range(tables.next.shape[0]):
+                acts = all(tables.next[g, c] != -1 for c in firsts)
+                restarts = bool(tables.is_repeat[g] and tables.accepting[g])
+                assert got[k, g] == (acts or restarts), (piece.name, g)
+        assert got.any() and not got.all()
 
 
 def test_safety_follows_the_grammar():

@@ -104,17 +104,22 @@ def flatten(artifact: Artifact) -> Tables:
     call_offset[1:] = np.cumsum(call_sizes, dtype=np.int64)
     n_symbols = artifact.n_symbols
     n_global = int(state_offset[-1])
-    gnext = np.empty((n_global, n_symbols), dtype=np.int32)
     gcalls = np.empty((int(call_offset[-1]), 2), dtype=np.int32)
     entry = np.zeros((int(call_offset[-1]), 2), dtype=np.int64)
-    machine_of = np.empty(n_global, dtype=np.int32)
+    machine_of = np.repeat(np.arange(len(sizes), dtype=np.int32), sizes)
+    # every machine's rows at once: shifts move by the machine's first state, call edges by
+    # its first call (-2 - k becomes -2 - (k + first call))
+    local = np.concatenate([np.asarray(m.next, dtype=np.int64) for m in machines]).reshape(
+        n_global, n_symbols
+    )
+    first_state = state_offset[:-1].astype(np.int64)[machine_of, None]
+    gnext = np.where(
+        local >= 0,
+        local + first_state,
+        np.where(local <= -2, local - call_offset[:-1][machine_of, None], local),
+    ).astype(np.int32)
     for m, machine in enumerate(machines):
-        lo, hi = int(state_offset[m]), int(state_offset[m + 1])
-        local = np.asarray(machine.next, dtype=np.int64)
-        out = np.where(local >= 0, local + lo, local)
-        out = np.where(local <= -2, local - int(call_offset[m]), out)
-        gnext[lo:hi] = out
-        machine_of[lo:hi] = m
+        lo = int(state_offset[m])
         if machine.calls.shape[0]:
             calls = np.asarray(machine.calls, dtype=np.int64)
             k0 = int(call_offset[m])
@@ -142,7 +147,7 @@ def flatten(artifact: Artifact) -> Tables:
         n_classes=int(artifact.n_classes),
         max_depth=int(artifact.max_depth),
         max_frames=frame_capacity(artifact),
-        has_caller=np.isin(machine_of, machine_of[gcalls[:, 0]]),
+        has_caller=_called(len(machines), machine_of, gcalls)[machine_of],
         need=need,
         need_more=np.where(is_repeat, np.maximum(need, need[rep_start]), need),
         cost=cost,
@@ -151,6 +156,13 @@ def flatten(artifact: Artifact) -> Tables:
     )
     artifact._cache["engine.tables"] = tables
     return tables
+
+
+def _called(n_machines: int, machine_of: np.ndarray, calls: np.ndarray) -> np.ndarray:
+    """bool[n_machines]: the machines some call edge enters."""
+    out = np.zeros(n_machines, dtype=bool)
+    out[machine_of[calls[:, 0]]] = True
+    return out
 
 
 NEVER = 1 << 40  # `need` of a state that cannot complete

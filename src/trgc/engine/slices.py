@@ -272,8 +272,8 @@ def _moves(byte_class: np.ndarray, dfa: np.ndarray) -> tuple[np.ndarray, np.ndar
     out = np.zeros((n_states, 256, 2), dtype=np.int64)
     counts = np.zeros(n_states, dtype=np.int64)
     seen = np.zeros(n_states * 256, dtype=np.bool_)
-    _moves_jitted()(np.ascontiguousarray(dfa, dtype=np.int8),
-                    np.ascontiguousarray(byte_class, dtype=np.uint8), seen, out, counts)  # fmt: skip
+    # int64 both: uncompiled (`NUMBA_DISABLE_JIT`), int8 and uint8 items would overflow
+    _moves_jitted()(dfa.astype(np.int64), byte_class.astype(np.int64), seen, out, counts)
     out.flags.writeable = False
     counts.flags.writeable = False
     return out, counts

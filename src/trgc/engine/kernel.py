@@ -159,9 +159,9 @@ def _enter(orig, n, info, max_depth, ok_below, cells, lv):
 _enter_now = _enter  # what `_walk` and `_symbols` call: the compiled `_enter` once `_jitted` ran
 
 
-def _walk(params, orig, roots, gnext, calls, info, byte_class, node_byte, node_depth,
-          subtree_end, parent, node_tok, token_start, token_ids, byte_token, skip, lv, cells,
-          path, ok_below, out_words, open_roots, io):  # fmt: skip
+def _walk(params, orig, roots, gnext, calls, info, byte_class, rec, parent, token_start,
+          token_ids, byte_token, skip, lv, cells, path, ok_below, out_words, open_roots,
+          io):  # fmt: skip
     """Walk the subtrees of `roots` (node 0: the whole trie) from the configuration `orig`,
     resuming at `io`; 1 when done, 0 when the chunk's budget ran out (call again)."""
     n_orig = params[P_N_ORIG]
@@ -179,22 +179,23 @@ def _walk(params, orig, roots, gnext, calls, info, byte_class, node_byte, node_d
     resume = io[IO_NODE]
     while r < roots.shape[0]:
         root = roots[r]
-        end = subtree_end[root]
+        end = rec[root, R_END]
         if resume >= 0:
             i = resume
         elif root == 0:
             i = 1
         else:  # step the root's ancestors first (levels 1 .. depth - 1)
             i = root
-            n_path = node_depth[root] - 1
+            n_path = (rec[root, R_BYTE_DEPTH] >> 8) - 1
             a = parent[root]
             for k in range(n_path - 1, -1, -1):
                 path[k] = a
                 a = parent[a]
             for k in range(n_path):
                 node = path[k]
-                d = node_depth[node]
-                status = _step(d, byte_class[node_byte[node]], lv, cells, gnext, calls, info,
+                d = rec[node, R_BYTE_DEPTH] >> 8
+                status = _step(d, byte_class[rec[node, R_BYTE_DEPTH] & 255], lv, cells, gnext,
+                                 calls, info,
                                  ok_below, max_depth, max_steps, frame_mode,
                                  n_orig + d * stride)  # fmt: skip
                 if status != OK:
@@ -210,10 +211,11 @@ def _walk(params, orig, roots, gnext, calls, info, byte_class, node_byte, node_d
                 io[IO_HEIGHT] = max_h
                 return 0
             if use_skip and skip[i]:  # every token below is already decided
-                i = subtree_end[i]
+                i = rec[i, R_END]
                 continue
-            d = node_depth[i]
-            sym = byte_class[node_byte[i]]
+            byte_depth = rec[i, R_BYTE_DEPTH]
+            d = byte_depth >> 8
+            sym = byte_class[byte_depth & 255]
             top = lv[d - 1, TOP]
             g = top & LOW32
             action = gnext[g, sym]
@@ -233,7 +235,7 @@ def _walk(params, orig, roots, gnext, calls, info, byte_class, node_byte, node_d
                 dep = lv[d - 1, DEP]
                 v = dep + info[np.int64(new >= NEEDED_ONE), new & LOW32]
                 if v > max_depth:
-                    i = subtree_end[i]
+                    i = rec[i, R_END]
                     continue
                 h = max(lv[d - 1, HEIGHT], v)
                 lv[d, TOP] = new
@@ -258,7 +260,7 @@ def _walk(params, orig, roots, gnext, calls, info, byte_class, node_byte, node_d
                 # branch-free for one token or none (a no-op write to word 0 when there is
                 # none): whether a node ends a token is unpredictable, a mispredict per node
                 # cost more than the write
-                t = node_tok[i]
+                t = rec[i, R_TOK]
                 one = t >= 0
                 w = (t >> 5) if one else 0
                 bit = (np.uint32(1) << np.uint32(t & 31)) if one else np.uint32(0)
@@ -275,7 +277,7 @@ def _walk(params, orig, roots, gnext, calls, info, byte_class, node_byte, node_d
                 if status == OPEN:
                     open_roots[n_open] = i
                     n_open += 1
-                i = subtree_end[i]
+                i = rec[i, R_END]
         r += 1
     io[IO_RANGE] = r
     io[IO_NODE] = -1
@@ -321,6 +323,40 @@ def _frozen(array: np.ndarray) -> np.ndarray:
     return out
 
 
+# columns of a trie's node records (`node_records`): a node's byte | its depth << 8, the end of
+# its subtree (preorder), its single byte-matched token (-1 none, -2 several)
+R_BYTE_DEPTH, R_END, R_TOK = 0, 1, 2
+RECORD_WIDTH = 4  # 16 bytes: a record never straddles a cache line
+
+
+def records(node_byte, node_depth, subtree_end, node_tok) -> np.ndarray:
+    """int32[n, RECORD_WIDTH], read-only: what a walk reads of each trie node in one record.
+    The walk visits nodes in preorder and jumps over subtrees; with the fields in separate
+    arrays a jump cost a cache line in each of them (on Llama-3, a walk skipping most of the
+    trie took 3x as long as over records, in a prototype)."""
+    out = np.zeros((node_byte.shape[0], RECORD_WIDTH), dtype=np.int32)
+    out[:, R_BYTE_DEPTH] = np.asarray(node_byte, dtype=np.int32) | (
+        np.asarray(node_depth, dtype=np.int32) << 8
+    )
+    out[:, R_END] = subtree_end
+    out[:, R_TOK] = node_tok
+    out.flags.writeable = False
+    return out
+
+
+def node_records(binding: Binding) -> np.ndarray:
+    """The tokenizer trie's `records` for `binding`: shared by every binding whose byte tokens
+    are the tokenizer's (most: no special token spelled with bytes), else its own."""
+    shared = binding.node_tok is binding.vocab.node_tok
+    lazy = binding.vocab._lazy if shared else binding._lazy
+    found = lazy.get("node.records")
+    if found is None:
+        built = records(binding.node_byte, binding.node_depth, binding.subtree_end,
+                        binding.node_tok)  # fmt: skip
+        found = lazy.setdefault("node.records", built)
+    return found
+
+
 class KernelTables:
     """The binding's tables in the form the kernel reads (built once per binding, shared):
     read-only views, so that the kernel compiles once whatever the arrays' origin."""
@@ -349,11 +385,8 @@ class KernelTables:
                 calls,
                 info,
                 t.byte_class,
-                binding.node_byte,
-                binding.node_depth,
-                binding.subtree_end,
+                node_records(binding),
                 binding.parent,
-                binding.node_tok,
                 binding.token_start,
                 binding.token_ids,
                 binding.byte_token,
@@ -444,7 +477,7 @@ def run_walk(
 ) -> tuple[int, int]:
     """`walk_trie` on trusted inputs (the engine's own calls): (open roots found, height). The
     open roots are `scratch.open_roots[:n]`, valid until the scratch's next walk. `trie`
-    replaces the tokenizer's trie (its arrays from `node_byte` to `token_ids`, in
+    replaces the tokenizer's trie (its node records, parents, token starts and ids, in
     `KernelTables` order: a tail trie, `trgc.engine.tails`)."""
     kt = scratch.kernel
     arrays = kt.arrays if trie is None else (*kt.arrays[:4], *trie, kt.byte_token)
@@ -582,13 +615,10 @@ def _live_views(tab, trie, sc):
     n_nodes = trie[R_NODES]
     n_tok = trie[R_TOKENS]
     o = R_HEADER
-    node_byte = trie[o : o + n_nodes]
-    node_depth = trie[o + n_nodes : o + 2 * n_nodes]
-    subtree_end = trie[o + 2 * n_nodes : o + 3 * n_nodes]
-    parent = trie[o + 3 * n_nodes : o + 4 * n_nodes]
-    token_start = trie[o + 4 * n_nodes : o + 5 * n_nodes + 1]
-    token_ids = trie[o + 5 * n_nodes + 1 : o + 5 * n_nodes + 1 + n_tok]
-    o += 5 * n_nodes + 1 + n_tok
+    parent = trie[o : o + n_nodes]
+    token_start = trie[o + n_nodes : o + 2 * n_nodes + 1]
+    token_ids = trie[o + 2 * n_nodes + 1 : o + 2 * n_nodes + 1 + n_tok]
+    o += 2 * n_nodes + 1 + n_tok
     n_first = trie[R_FIRST]
     first_nodes = trie[o : o + n_first]
     first_bytes = trie[o + n_first : o + 2 * n_first]
@@ -609,12 +639,11 @@ def _live_views(tab, trie, sc):
     orig = sc[o : o + cap]
     o += cap
     ok_below = sc[o : o + cap + 1]
-    return (gnext, calls, info, node_byte, node_depth, subtree_end, parent, token_start,
-            token_ids, first_nodes, first_bytes, params, io, one, lv, cells, path, orig,
-            ok_below)  # fmt: skip
+    return (gnext, calls, info, parent, token_start, token_ids, first_nodes, first_bytes, params,
+            io, one, lv, cells, path, orig, ok_below)  # fmt: skip
 
 
-def _cold(tab, trie, node_tok, byte_token, sc, ro, known_words, known_roots, new_words, words):
+def _cold(tab, trie, rec, byte_token, sc, ro, known_words, known_roots, new_words, words):
     """The mask at the configuration `orig[:n]` of `sc` (frame keys) into `words`: the top
     frame's entry (given as `known_words`/`known_roots`/height, or walked now into `new_words`
     and the open roots at `ro[1:]` in `MODE_COMPUTE`), combined with a walk of its open roots
@@ -622,9 +651,8 @@ def _cold(tab, trie, node_tok, byte_token, sc, ro, known_words, known_roots, new
     special tokens and EOS. Resumable like `_walk`: 0 when a chunk's budget ran out (call
     again), 1 when done. `C_DIRECT` is set when the entry's accept set alone is the mask (then
     `words` is not written); `C_TRACE` collects `1 << phase` of the phases run (`phases_run`)."""
-    (gnext, calls, info, node_byte, node_depth, subtree_end, parent, token_start, token_ids,
-     first_nodes, first_bytes, params, io, one, lv, cells, path, orig,
-     ok_below) = _live_views(tab, trie, sc)  # fmt: skip
+    (gnext, calls, info, parent, token_start, token_ids, first_nodes, first_bytes, params, io,
+     one, lv, cells, path, orig, ok_below) = _live_views(tab, trie, sc)  # fmt: skip
     byte_class = tab[tab[T_CLASS] : tab[T_CLASS] + 256]
     max_depth = tab[T_MAX_DEPTH]
     n = sc[C_N]
@@ -660,10 +688,10 @@ def _cold(tab, trie, node_tok, byte_token, sc, ro, known_words, known_roots, new
             else:
                 sc[C_PHASE] = PH_COMBINE
         elif phase == PH_FRAME:
-            if not _walk_step(params, one, firsts[: sc[C_NFIRST]], gnext, calls, info, byte_class, node_byte,
-                              node_depth, subtree_end, parent, node_tok, token_start, token_ids,
-                              byte_token, byte_token, lv, cells, path, ok_below, new_words,
-                              open_out, io):  # fmt: skip
+            if not _walk_step(params, one, firsts[: sc[C_NFIRST]], gnext, calls, info,
+                              byte_class, rec, parent, token_start, token_ids, byte_token,
+                              byte_token, lv, cells, path, ok_below, new_words, open_out,
+                              io):  # fmt: skip
                 return 0
             sc[C_NOPEN] = io[IO_OPEN]
             sc[C_HEIGHT] = max(io[IO_HEIGHT], info[COST, g])
@@ -698,18 +726,16 @@ def _cold(tab, trie, node_tok, byte_token, sc, ro, known_words, known_roots, new
                     words[:] = known_words
                 sc[C_PHASE] = PH_ROOTS if n > 1 and n_roots > 0 else PH_SYMBOLS
         elif phase == PH_ROOTS and sc[C_MODE] == MODE_KNOWN:
-            if not _walk_step(params, orig, known_roots, gnext, calls, info, byte_class,
-                              node_byte, node_depth, subtree_end, parent, node_tok, token_start,
-                              token_ids, byte_token, byte_token, lv, cells, path, ok_below,
-                              words, open_out, io):  # fmt: skip
+            if not _walk_step(params, orig, known_roots, gnext, calls, info, byte_class, rec,
+                              parent, token_start, token_ids, byte_token, byte_token, lv, cells,
+                              path, ok_below, words, open_out, io):  # fmt: skip
                 return 0
             sc[C_PHASE] = PH_SYMBOLS
         elif phase in (PH_ROOTS, PH_FULL):
             roots = whole if phase == PH_FULL else open_out[: sc[C_NOPEN]]
-            if not _walk_step(params, orig, roots, gnext, calls, info, byte_class, node_byte,
-                              node_depth, subtree_end, parent, node_tok, token_start, token_ids,
-                              byte_token, byte_token, lv, cells, path, ok_below, words,
-                              open_out, io):  # fmt: skip
+            if not _walk_step(params, orig, roots, gnext, calls, info, byte_class, rec, parent,
+                              token_start, token_ids, byte_token, byte_token, lv, cells, path,
+                              ok_below, words, open_out, io):  # fmt: skip
                 return 0
             sc[C_PHASE] = PH_SYMBOLS
         else:
@@ -776,8 +802,8 @@ def live_trie(binding: Binding) -> np.ndarray:
     found = shared.get("live.trie")
     if found is None:
         first = np.flatnonzero(binding.node_depth == 1)  # preorder: ascending bytes
-        parts = [binding.node_byte, binding.node_depth, binding.subtree_end, binding.parent,
-                 binding.token_start, binding.token_ids, first, binding.node_byte[first]]  # fmt: skip
+        parts = [binding.parent, binding.token_start, binding.token_ids, first,
+                 binding.node_byte[first]]  # fmt: skip
         header = [int(binding.node_byte.shape[0]), int(binding.token_ids.shape[0]), first.size]
         found, _ = _packed([np.asarray(a, dtype=np.int32) for a in parts], header, np.int32)
         found.flags.writeable = False
@@ -810,7 +836,7 @@ class LiveTables:
         tab.flags.writeable = False
         self.tab = tab
         self.trie = live_trie(binding)
-        self.node_tok = _frozen(binding.node_tok)
+        self.rec = node_records(binding)
         self.byte_token = _frozen(binding.byte_token)
 
     @staticmethod
@@ -859,7 +885,7 @@ def cold_mask(
         sc[C_NROOTS] = known_roots.shape[0]
         new_words = _NO_WORDS
     cold = _cold_jitted()
-    args = (live.tab, live.trie, live.node_tok, live.byte_token, sc, scratch.ro, known_words,
+    args = (live.tab, live.trie, live.rec, live.byte_token, sc, scratch.ro, known_words,
             known_roots, new_words, words)  # fmt: skip
     while not cold(*args):
         cancellation_checkpoint()

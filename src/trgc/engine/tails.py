@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from trgc.engine.config import Tables, unclip
+from trgc.engine.kernel import records
 from trgc.engine.slices import first_call, moves
 
 
@@ -54,11 +55,12 @@ class Tails:
     head: np.ndarray  # int32[V]: bytes of a token's head (0: none, or a member)
     skip: np.ndarray  # bool[trie nodes]: the subtree holds no token without a head
 
-    @property
+    @functools.cached_property
     def trie(self) -> tuple[np.ndarray, ...]:
-        """The arrays a walk reads in place of the tokenizer's trie (`kernel.run_walk`)."""
-        return (self.node_byte, self.node_depth, self.subtree_end, self.parent, self.node_tok,
-                self.token_start, self.token_ids)  # fmt: skip
+        """The arrays a walk reads in place of the tokenizer's trie (`kernel.run_walk`): the
+        node records (`kernel.records`), parents, token starts and ids."""
+        rec = records(self.node_byte, self.node_depth, self.subtree_end, self.node_tok)
+        return (rec, self.parent, self.token_start, self.token_ids)
 
     def trie_nodes(self, tail_nodes: np.ndarray, vocab) -> np.ndarray:
         """Sorted trie nodes standing for the open tail nodes `tail_nodes`: for each token

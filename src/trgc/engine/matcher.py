@@ -422,10 +422,9 @@ class Matcher:
         b = self._binding
         if config is None or not 0 <= token_id < b.vocab_size:
             return False
+        # a grammar symbol first (see the special-token policy in binding.py)
         special = self._specials.get(token_id)
-        if (
-            special is not None
-        ):  # a grammar symbol first (see the special-token policy in binding.py)
+        if special is not None:
             nxt = step(b.tables, config, special)
             if nxt is not None:
                 return nxt

@@ -192,12 +192,11 @@ def _walk(params, orig, roots, gnext, calls, info, byte_class, rec, parent, toke
                 path[k] = a
                 a = parent[a]
             for k in range(n_path):
-                node = path[k]
-                d = rec[node, R_BYTE_DEPTH] >> 8
-                status = _step(d, byte_class[rec[node, R_BYTE_DEPTH] & 255], lv, cells, gnext,
-                                 calls, info,
-                                 ok_below, max_depth, max_steps, frame_mode,
-                                 n_orig + d * stride)  # fmt: skip
+                byte_depth = rec[path[k], R_BYTE_DEPTH]
+                d = byte_depth >> 8
+                status = _step(d, byte_class[byte_depth & 255], lv, cells, gnext, calls, info,
+                               ok_below, max_depth, max_steps, frame_mode,
+                               n_orig + d * stride)  # fmt: skip
                 if status != OK:
                     i = end
                     break

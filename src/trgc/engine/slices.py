@@ -442,8 +442,7 @@ def is_safe(tables: Tables, key: int, s: Slice, longest: int) -> int | None:
     and in Python it cost as much as the trie walk.
     """
     g, left, _ = unclip(key)
-    need = tables.need_more  # the larger of the two needs (`need` where they agree)
-    found = _search_from(tables, g, left if tables.is_repeat[g] else longest, s, longest, need)
+    found = _search_from(tables, g, left if tables.is_repeat[g] else longest, s, longest)
     if found is not None:
         return found
     k = first_call(tables, g, s.dfa)
@@ -451,11 +450,11 @@ def is_safe(tables: Tables, key: int, s: Slice, longest: int) -> int | None:
         return None
     callee, ret = (int(v) for v in tables.calls[k])
     inner_left = int(min(tables.call_entry[k, 0], longest)) if tables.is_repeat[callee] else longest
-    inner = _search_from(tables, callee, inner_left, s, longest, need)
+    inner = _search_from(tables, callee, inner_left, s, longest)
     if inner is None:
         return None
     below = int(tables.cost[g])  # the return state's frame: rule frames up to it
-    height = max(below + int(need[ret]), below + inner)
+    height = max(below + int(tables.need_more[ret]), below + inner)
     return height if height <= tables.max_depth else None
 
 
@@ -470,12 +469,13 @@ def first_call(tables: Tables, g: int, dfa: np.ndarray) -> int | None:
     return -2 - int(actions[0])
 
 
-def _search_from(tables: Tables, g: int, left: int, s: Slice, longest: int, need) -> int | None:
+def _search_from(tables: Tables, g: int, left: int, s: Slice, longest: int) -> int | None:
     """`_search` from a frame at state `g` with `left` iterations left (`>= longest`:
-    unlimited within one token); None when not safe."""
+    unlimited within one token); None when not safe. A frame's completion need is read as
+    `need_more`, the larger of its two needs (a repeat frame may still need iterations)."""
     found = _search_jitted()(
         tables.next, *moves(tables, s.dfa), tables.accepting, tables.is_repeat,
-        tables.rep_start, tables.cost, need, s.max_chars, g, -1 if left >= longest else left,
-        tables.max_depth,
+        tables.rep_start, tables.cost, tables.need_more, s.max_chars, g,
+        -1 if left >= longest else left, tables.max_depth,
     )  # fmt: skip
     return None if found == FAIL else int(found)

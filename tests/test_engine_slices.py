@@ -13,7 +13,16 @@ from trgc.engine.binding import bind
 from trgc.engine.config import START, STATE_MASK, frame_key, step_bytes
 from trgc.engine.kernel import Scratch, walk_trie
 from trgc.engine.precompute import frame_entry, reachable_keys
-from trgc.engine.slices import _moves, candidates, default_slices, is_safe
+from trgc.engine.slices import (
+    FAIL,
+    UNKNOWN,
+    _moves,
+    _reach_need_jitted,
+    _search_jitted,
+    candidates,
+    default_slices,
+    is_safe,
+)
 
 PIECES = [
     b"abc", b'a"', b"a\\", b"\xc3", b"\xc3\xa9", b"\xed\xa0\x80", b"\xc0\x80", b"\xf4\x90\x80\x80",
@@ -105,6 +114,47 @@ def test_slice_moves_equal_a_plain_count():
             expected = _plain_moves(byte_class, dfa)
             assert (got[1] == expected[1]).all()
             assert (got[0] == expected[0]).all()
+
+
+def test_memoised_safety_equals_one_search_per_state():
+    """`_reach_need` (answers kept per pair across calls) against `_search` (one search per
+    call) on random machines and slice automata, every state asked in a random order, so
+    that later calls meet pairs decided, failed and left undecided by earlier ones. The
+    machines have calls (-2 - k), restarts (-1 at an accepting repeat state) and completion
+    needs that differ inside a cycle."""
+    rng = np.random.default_rng(11)
+    search, reach = _search_jitted(), _reach_need_jitted()
+    compared = failed = 0
+    for _ in range(300):
+        n, n_classes = int(rng.integers(1, 30)), int(rng.integers(1, 6))
+        gnext = rng.integers(0, n, (n, n_classes)).astype(np.int32)
+        holes = rng.random((n, n_classes))
+        gnext[holes < 0.08] = -1
+        gnext[(holes >= 0.08) & (holes < 0.1)] = -2
+        accepting, is_repeat = rng.random(n) < 0.5, rng.random(n) < 0.3
+        rep_start = rng.integers(0, n, n).astype(np.int32)
+        need, cost = rng.integers(0, 6, n).astype(np.int32), rng.integers(0, 3, n).astype(np.int32)
+        n_slice = int(rng.integers(1, 4))
+        dfa = rng.integers(0, n_slice, (n_slice, 256)).astype(np.int8)
+        dfa[rng.random((n_slice, 256)) < 0.9] = -1
+        byte_class = rng.integers(0, n_classes, 256).astype(np.uint8)
+        moves, n_moves = _moves(byte_class, dfa)
+        pairs = n_slice * n
+        value = np.full(pairs, UNKNOWN, dtype=np.int64)
+        index = np.full(pairs, -1, dtype=np.int64)
+        scratch = [np.empty(pairs, dtype=np.int64) for _ in range(5)]
+        for g in rng.permutation(n):
+            plain = search(gnext, moves, n_moves, accepting, is_repeat, rep_start, cost, need,
+                           0, g, -1, 1000)  # fmt: skip
+            got = reach(gnext, moves, n_moves, accepting, is_repeat, rep_start, need, g,
+                        value, index, *scratch)  # fmt: skip
+            assert (got == FAIL) == (plain == FAIL), g
+            if got != FAIL:
+                assert cost[g] + got == plain, g
+            assert (index == -1).all()  # reset for the next call
+            compared += 1
+            failed += got == FAIL
+    assert compared > 2000 and 0.1 < failed / compared < 0.9
 
 
 def test_candidates_are_the_states_with_an_action_on_every_first_byte():

@@ -18,6 +18,7 @@ nodes; the tokens that are not members are walked by their tails (`trgc.engine.t
 from __future__ import annotations
 
 import functools
+import threading
 import weakref
 from dataclasses import dataclass, field
 
@@ -245,7 +246,8 @@ def specialise(raw: RawSlices, byte_token: np.ndarray) -> SliceTables:
 FAIL = -1  # `_search`: not safe
 
 
-# per artifact tables: id(slice automaton) -> (the automaton, its moves over their classes)
+# per artifact tables: id(slice automaton) -> [the automaton, its moves over their classes,
+# its `_Pairs`]
 _MOVES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
@@ -257,13 +259,18 @@ def moves(tables: Tables, dfa: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     found again by the tables and the automaton's identity (the searches of one state ask
     for them several times: hashing the automaton's bytes for the shared cache each time
     cost more than a search)."""
+    return _product(tables, dfa)[1]
+
+
+def _product(tables: Tables, dfa: np.ndarray) -> list:
+    """[the automaton, its `moves`, its `_Pairs` once asked for] of one artifact's tables."""
     per_tables = _MOVES.get(tables)
     if per_tables is None:
         per_tables = _MOVES.setdefault(tables, {})
     found = per_tables.get(id(dfa))
     if found is None or found[0] is not dfa:
-        found = per_tables[id(dfa)] = (dfa, _moves(tables.byte_class, dfa))
-    return found[1]
+        found = per_tables[id(dfa)] = [dfa, _moves(tables.byte_class, dfa), None]
+    return found
 
 
 def _moves(byte_class: np.ndarray, dfa: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -399,11 +406,125 @@ def _search(gnext, moves, n_moves, accepting, is_repeat, rep_start, cost, need, 
     return height if height <= max_depth else FAIL
 
 
+UNKNOWN = -2  # `_reach_need`: a pair not decided yet
+
+
+def _reach_need(gnext, moves, n_moves, accepting, is_repeat, rep_start, need, g,
+                value, index, low, acc, tarjan, path, path_j):  # fmt: skip
+    """The unbounded case of `_search` (no character bound, no counter that can run out
+    within a token) for the pair (slice state 0, machine state `g`), memoised over the
+    pairs: the largest `need` of a machine state reachable in the product, or FAIL when a
+    reachable pair meets a byte it has no move for. Every pair whose answer is found is
+    kept in `value` (UNKNOWN until then), so the searches of the states along a string
+    body, each reaching most of the pairs the one before reached, cost one search between
+    them. A pair's answer is its strongly connected component's (Tarjan's algorithm,
+    iterative: `path` is the depth-first path, `tarjan` the component stack); a failure
+    fails every pair on the component stack (each reaches the path, which reaches it).
+    `index`: -1 between calls; `low`, `acc`: scratch."""
+    n_states = gnext.shape[0]
+    if value[g] != UNKNOWN:
+        return value[g]
+    counter = 0
+    top = 0  # pairs on `tarjan`
+    depth = 0  # pairs on `path`
+    index[g] = counter
+    low[g] = counter
+    counter += 1
+    acc[g] = need[g]
+    tarjan[top] = g
+    top += 1
+    path[depth] = g
+    path_j[depth] = 0
+    depth += 1
+    failed = False
+    while depth > 0:
+        pair = path[depth - 1]
+        j = path_j[depth - 1]
+        ss = pair // n_states
+        state = pair % n_states
+        if j < n_moves[ss]:
+            path_j[depth - 1] = j + 1
+            sym = moves[ss, j, 1]
+            a = np.int64(gnext[state, sym])
+            if a < 0:
+                if is_repeat[state] and accepting[state] and a == -1:
+                    a = np.int64(gnext[rep_start[state], sym])
+                if a < 0:
+                    failed = True
+                    break
+            nxt = moves[ss, j, 0] * n_states + a
+            known = value[nxt]
+            if known == FAIL:
+                failed = True
+                break
+            if known != UNKNOWN:
+                acc[pair] = max(acc[pair], known)
+            elif index[nxt] < 0:
+                index[nxt] = counter
+                low[nxt] = counter
+                counter += 1
+                acc[nxt] = need[a]
+                tarjan[top] = nxt
+                top += 1
+                path[depth] = nxt
+                path_j[depth] = 0
+                depth += 1
+            else:  # on the component stack: a pair whose answer is not known yet
+                low[pair] = min(low[pair], index[nxt])
+            continue
+        depth -= 1
+        if low[pair] == index[pair]:  # the root of a component: every pair above it
+            # the root's `acc` has every pair below it in the search tree, so the whole
+            # component and every component it reaches
+            member = -1
+            while member != pair:
+                top -= 1
+                member = tarjan[top]
+                value[member] = acc[pair]
+                index[member] = -1
+        if depth > 0:
+            parent = path[depth - 1]
+            low[parent] = min(low[parent], low[pair])
+            acc[parent] = max(acc[parent], acc[pair])
+    if failed:  # every pair on the component stack reaches a pair on the path, which fails
+        for i in range(top):
+            value[tarjan[i]] = FAIL
+            index[tarjan[i]] = -1
+    return value[g]
+
+
 @functools.cache
 def _search_jitted():
     from numba import njit
 
     return njit(cache=True, nogil=True)(_search)
+
+
+@functools.cache
+def _reach_need_jitted():
+    from numba import njit
+
+    return njit(cache=True, nogil=True)(_reach_need)
+
+
+class _Pairs:
+    """`_reach_need`'s arrays for one artifact's tables and one slice automaton: the answers
+    found so far and the search's scratch, one int64 per product pair each. Matchers of one
+    artifact share them, also from the threads of a batch fill: one search at a time."""
+
+    def __init__(self, n_pairs: int) -> None:
+        self.lock = threading.Lock()
+        self.value = np.full(n_pairs, UNKNOWN, dtype=np.int64)
+        self.index = np.full(n_pairs, -1, dtype=np.int64)
+        self.low = np.empty(n_pairs, dtype=np.int64)
+        self.acc = np.empty(n_pairs, dtype=np.int64)
+        self.tarjan = np.empty(n_pairs, dtype=np.int64)
+        self.path = np.empty(n_pairs, dtype=np.int64)
+        self.path_j = np.empty(n_pairs, dtype=np.int64)
+
+
+# product pairs above which `_reach_need`'s arrays (56 bytes a pair) are not kept
+PAIRS_KEPT = 1 << 20
 
 
 def candidates(tables: Tables) -> np.ndarray:
@@ -439,7 +560,10 @@ def is_safe(tables: Tables, key: int, s: Slice, longest: int) -> int | None:
     (`minLength: 1`): every byte a member can start with makes the frame call one repeat
     machine, which then consumes the member; the frame below becomes the call's return state.
     The search is compiled (`_search`): it runs for every state whose frame entry is computed,
-    and in Python it cost as much as the trie walk.
+    and in Python it cost as much as the trie walk. The unbounded case with no counter that
+    can run out is `_reach_need`, which keeps every pair's answer per artifact and slice: the
+    states along a string body each searched most of the pairs the one before had (60-70 us
+    each in a member-name automaton), now one search between them.
     """
     g, left, _ = unclip(key)
     found = _search_from(tables, g, left if tables.is_repeat[g] else longest, s, longest)
@@ -473,9 +597,23 @@ def _search_from(tables: Tables, g: int, left: int, s: Slice, longest: int) -> i
     """`_search` from a frame at state `g` with `left` iterations left (`>= longest`:
     unlimited within one token); None when not safe. A frame's completion need is read as
     `need_more`, the larger of its two needs (a repeat frame may still need iterations)."""
-    found = _search_jitted()(
-        tables.next, *moves(tables, s.dfa), tables.accepting, tables.is_repeat,
-        tables.rep_start, tables.cost, tables.need_more, s.max_chars, g,
-        -1 if left >= longest else left, tables.max_depth,
-    )  # fmt: skip
-    return None if found == FAIL else int(found)
+    product = _product(tables, s.dfa)
+    n_pairs = product[1][1].shape[0] * tables.next.shape[0]
+    if s.max_chars or left < longest or n_pairs > PAIRS_KEPT:
+        found = _search_jitted()(
+            tables.next, *product[1], tables.accepting, tables.is_repeat,
+            tables.rep_start, tables.cost, tables.need_more, s.max_chars, g,
+            -1 if left >= longest else left, tables.max_depth,
+        )  # fmt: skip
+        return None if found == FAIL else int(found)
+    if product[2] is None:
+        product[2] = _Pairs(n_pairs)
+    pairs = product[2]
+    with pairs.lock:
+        reach = _reach_need_jitted()(
+            tables.next, *product[1], tables.accepting, tables.is_repeat, tables.rep_start,
+            tables.need_more, g, pairs.value, pairs.index, pairs.low, pairs.acc, pairs.tarjan,
+            pairs.path, pairs.path_j,
+        )  # fmt: skip
+    height = int(tables.cost[g]) + int(reach)
+    return None if reach == FAIL or height > tables.max_depth else height

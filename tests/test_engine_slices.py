@@ -140,9 +140,9 @@ def test_memoised_safety_equals_one_search_per_state():
         byte_class = rng.integers(0, n_classes, 256).astype(np.uint8)
         moves, n_moves = _moves(byte_class, dfa)
         pairs = n_slice * n
-        value = np.full(pairs, UNKNOWN, dtype=np.int64)
-        index = np.full(pairs, -1, dtype=np.int64)
-        scratch = [np.empty(pairs, dtype=np.int64) for _ in range(5)]
+        value = np.full(pairs, UNKNOWN, dtype=np.int32)
+        index = np.full(pairs + 5, -1, dtype=np.int32)  # scratch may be longer than needed
+        scratch = [np.empty(pairs + 5, dtype=np.int32) for _ in range(5)]
         for g in rng.permutation(n):
             plain = search(gnext, moves, n_moves, accepting, is_repeat, rep_start, cost, need,
                            0, g, -1, 1000)  # fmt: skip

@@ -508,23 +508,34 @@ def _reach_need_jitted():
 
 
 class _Pairs:
-    """`_reach_need`'s arrays for one artifact's tables and one slice automaton: the answers
-    found so far and the search's scratch, one int64 per product pair each. Matchers of one
-    artifact share them, also from the threads of a batch fill: one search at a time."""
+    """`_reach_need`'s answers for one artifact's tables and one slice automaton (int32 per
+    product pair). Matchers of one artifact share them, also from the threads of a batch
+    fill: one search at a time."""
 
     def __init__(self, n_pairs: int) -> None:
         self.lock = threading.Lock()
-        self.value = np.full(n_pairs, UNKNOWN, dtype=np.int64)
-        self.index = np.full(n_pairs, -1, dtype=np.int64)
-        self.low = np.empty(n_pairs, dtype=np.int64)
-        self.acc = np.empty(n_pairs, dtype=np.int64)
-        self.tarjan = np.empty(n_pairs, dtype=np.int64)
-        self.path = np.empty(n_pairs, dtype=np.int64)
-        self.path_j = np.empty(n_pairs, dtype=np.int64)
+        self.value = np.full(n_pairs, UNKNOWN, dtype=np.int32)
 
 
-# product pairs above which `_reach_need`'s arrays (56 bytes a pair) are not kept
-PAIRS_KEPT = 1 << 20
+_search_scratch = threading.local()
+
+
+def _pair_scratch(n_pairs: int) -> tuple[np.ndarray, ...]:
+    """The search's scratch (index, low, acc, component stack, path, path moves: int32 per
+    pair, `index` -1 between searches), one per thread, grown as needed: kept per artifact,
+    six arrays of a few hundred kilobytes were touched for the first time in the first string
+    state's mask, which cost more than the searches they saved."""
+    found = getattr(_search_scratch, "arrays", None)
+    if found is None or found[0].shape[0] < n_pairs:
+        size = max(n_pairs, 1024)
+        found = (np.full(size, -1, dtype=np.int32),
+                 *(np.empty(size, dtype=np.int32) for _ in range(5)))  # fmt: skip
+        _search_scratch.arrays = found
+    return found
+
+
+# product pairs above which `_reach_need`'s answers are not kept
+PAIRS_KEPT = 1 << 22
 
 
 def candidates(tables: Tables) -> np.ndarray:
@@ -612,8 +623,7 @@ def _search_from(tables: Tables, g: int, left: int, s: Slice, longest: int) -> i
     with pairs.lock:
         reach = _reach_need_jitted()(
             tables.next, *product[1], tables.accepting, tables.is_repeat, tables.rep_start,
-            tables.need_more, g, pairs.value, pairs.index, pairs.low, pairs.acc, pairs.tarjan,
-            pairs.path, pairs.path_j,
+            tables.need_more, g, pairs.value, *_pair_scratch(n_pairs),
         )  # fmt: skip
     height = int(tables.cost[g]) + int(reach)
     return None if reach == FAIL or height > tables.max_depth else height

@@ -10,7 +10,7 @@ bench_live drives it (`compile_schema` + `Matcher.fill_bitmask`, no precompute, 
 `MaskCache`).
 
 Run: .venv/bin/python benchmarks/ab_live.py BASE_TREE NEW_TREE [--tokenizer llama3]
-     [--schemas 120] [--rounds 2] [--json]
+     [--schemas 120] [--rounds 2] [--cpu N] [--json]
 
 Prints, per tree, masks timed, mask mean / p50 / p90 / p99 / max, compile and time-to-first-mask
 p50, and the median over schemas of NEW's mask time / BASE's (below 1: NEW is faster).
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -47,6 +48,7 @@ for line in sys.stdin:
 def start(tree: Path, args) -> subprocess.Popen:
     code = WORKER.format(benchmarks=str(HERE), tokenizer=args.tokenizer, schemas=args.schemas,
                          seed=args.seed)  # fmt: skip
+    cpu = args.cpu
     return subprocess.Popen(
         [sys.executable, "-c", code],
         stdin=subprocess.PIPE,
@@ -54,6 +56,7 @@ def start(tree: Path, args) -> subprocess.Popen:
         stderr=subprocess.DEVNULL,
         text=True,
         env={"PYTHONPATH": str(tree / "src"), "PATH": "/usr/bin:/bin"},
+        preexec_fn=None if cpu is None else lambda: os.sched_setaffinity(0, {cpu}),
     )
 
 
@@ -102,6 +105,9 @@ def main() -> None:
     parser.add_argument("--schemas", type=int, default=120, help="schemas in the sample")
     parser.add_argument("--seed", type=int, default=0, help="seed of the sample")
     parser.add_argument("--rounds", type=int, default=2, help="rounds, workers replaced each")
+    parser.add_argument("--cpu", type=int, default=None,
+                        help="run both workers on this CPU (on a VM, the two vCPUs differ by "
+                             "10%% or more; they never run at once, so one CPU costs nothing)")  # fmt: skip
     parser.add_argument("--json", action="store_true", help="print the numbers as JSON")
     args = parser.parse_args()
     for tree in (args.base, args.new):

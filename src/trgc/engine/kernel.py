@@ -177,6 +177,11 @@ def _walk(params, orig, roots, gnext, calls, info, byte_class, rec, parent, toke
     work = 0
     r = io[IO_RANGE]
     resume = io[IO_NODE]
+    # levels 1 .. n_valid hold the steps of ancestors path[0 .. n_valid - 1]: roots come in
+    # preorder, and the next one shares most of its ancestors with the one before (the open
+    # roots of a string body: `abc` + `.`, `abc` + `_`, ...), so only the rest is stepped; a
+    # subtree walk writes the levels below its root only
+    n_valid = 0
     while r < roots.shape[0]:
         root = roots[r]
         end = rec[root, R_END]
@@ -184,14 +189,18 @@ def _walk(params, orig, roots, gnext, calls, info, byte_class, rec, parent, toke
             i = resume
         elif root == 0:
             i = 1
+            n_valid = 0
         else:  # step the root's ancestors first (levels 1 .. depth - 1)
             i = root
             n_path = (rec[root, R_BYTE_DEPTH] >> 8) - 1
             a = parent[root]
-            for k in range(n_path - 1, -1, -1):
-                path[k] = a
+            k = n_path - 1
+            while k >= 0 and not (k < n_valid and path[k] == a):
+                path[k] = a  # a node differs from the last root's: so do its descendants
                 a = parent[a]
-            for k in range(n_path):
+                k -= 1
+            n_valid = k + 1  # the ancestors shared with the last root, stepped then
+            for k in range(n_valid, n_path):
                 byte_depth = rec[path[k], R_BYTE_DEPTH]
                 d = byte_depth >> 8
                 status = _step(d, byte_class[byte_depth & 255], lv, cells, gnext, calls, info,
@@ -200,6 +209,7 @@ def _walk(params, orig, roots, gnext, calls, info, byte_class, rec, parent, toke
                 if status != OK:
                     i = end
                     break
+                n_valid = k + 1
         resume = -1
         while i < end:
             work += 1

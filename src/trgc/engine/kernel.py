@@ -43,7 +43,8 @@ NEED, NEED_MORE, COST, IS_REPEAT, REP_START, ACCEPTING = 0, 1, 2, 3, 4, 5  # row
 # `io` of a walk: range and node to resume at (-1: start the range), open roots so far, height
 IO_RANGE, IO_NODE, IO_OPEN, IO_HEIGHT = 0, 1, 2, 3
 # `params` of a walk
-P_N_ORIG, P_FRAME_MODE, P_MAX_DEPTH, P_MAX_STEPS, P_USE_SKIP, P_BUDGET, P_STRIDE = range(7)
+(P_N_ORIG, P_FRAME_MODE, P_MAX_DEPTH, P_MAX_STEPS, P_USE_SKIP, P_BUDGET, P_STRIDE,
+ P_OPEN_ROOTS) = range(8)  # fmt: skip
 LOW32 = 0xFFFFFFFF
 NEEDED_ONE = 1 << 48  # a frame key at or above this has iterations still needed
 
@@ -163,7 +164,15 @@ def _walk(params, orig, roots, gnext, calls, info, byte_class, rec, parent, toke
           token_ids, byte_token, skip, lv, cells, path, ok_below, out_words, open_roots,
           io):  # fmt: skip
     """Walk the subtrees of `roots` (node 0: the whole trie) from the configuration `orig`,
-    resuming at `io`; 1 when done, 0 when the chunk's budget ran out (call again)."""
+    resuming at `io`; 1 when done, 0 when the chunk's budget ran out (call again).
+
+    `P_OPEN_ROOTS`: the roots are the open roots of the top frame's entry, the nodes where
+    that frame's walk returned out of it, walked only when the entry's height fits above the
+    live frames (so a root's ancestors step as in that walk). At each root the step pops the
+    frames that walk popped and hands the root's byte to the live frames below, the same for
+    every root: a byte they reject at one root is rejected at every root it ends, whose
+    ancestors are then not stepped (a counted string body's open roots are every member
+    beginning followed by each byte that ends the string, most of them rejected below)."""
     n_orig = params[P_N_ORIG]
     frame_mode = params[P_FRAME_MODE] != 0
     max_depth = params[P_MAX_DEPTH]
@@ -171,6 +180,8 @@ def _walk(params, orig, roots, gnext, calls, info, byte_class, rec, parent, toke
     use_skip = params[P_USE_SKIP] != 0
     budget = params[P_BUDGET]
     stride = params[P_STRIDE]
+    by_byte = params[P_OPEN_ROOTS] != 0
+    dead = np.zeros(256 if by_byte else 0, dtype=np.bool_)  # root bytes rejected below
     dep = _enter_now(orig, n_orig, info, max_depth, ok_below, cells, lv)
     n_open = io[IO_OPEN]
     max_h = max(io[IO_HEIGHT], dep)  # at least the rule frames of the configuration
@@ -190,6 +201,8 @@ def _walk(params, orig, roots, gnext, calls, info, byte_class, rec, parent, toke
         elif root == 0:
             i = 1
             n_valid = 0
+        elif by_byte and dead[rec[root, R_BYTE_DEPTH] & 255]:
+            i = end
         else:  # step the root's ancestors first (levels 1 .. depth - 1)
             i = root
             n_path = (rec[root, R_BYTE_DEPTH] >> 8) - 1
@@ -286,6 +299,8 @@ def _walk(params, orig, roots, gnext, calls, info, byte_class, rec, parent, toke
                 if status == OPEN:
                     open_roots[n_open] = i
                     n_open += 1
+                elif by_byte and i == root:
+                    dead[byte_depth & 255] = True
                 i = rec[i, R_END]
         r += 1
     io[IO_RANGE] = r
@@ -496,6 +511,7 @@ def run_walk(
     params[P_N_ORIG] = n
     params[P_FRAME_MODE] = frame_mode
     params[P_USE_SKIP] = skip is not None
+    params[P_OPEN_ROOTS] = 0
     io = scratch.io
     io[:] = (0, -1, 0, 0)
     walk = _jitted()
@@ -682,6 +698,7 @@ def _cold(tab, trie, rec, byte_token, sc, ro, known_words, known_roots, new_word
                 params[P_N_ORIG] = 1
                 params[P_FRAME_MODE] = tab[tab[T_CALLER] + g]
                 params[P_USE_SKIP] = 0
+                params[P_OPEN_ROOTS] = 0
                 io[0], io[1], io[2], io[3] = 0, -1, 0, 0
                 # the first-level nodes the frame walk can accept: a state that does not
                 # accept rejects every first byte it has no action on (as the walk would, at
@@ -721,8 +738,10 @@ def _cold(tab, trie, rec, byte_token, sc, ro, known_words, known_roots, new_word
             params[P_N_ORIG] = n
             params[P_FRAME_MODE] = 0
             params[P_USE_SKIP] = 0
+            params[P_OPEN_ROOTS] = 1  # the roots phase walks the entry's open roots
             if below + sc[C_HEIGHT] > max_depth or not viable:
                 words[:] = 0
+                params[P_OPEN_ROOTS] = 0
                 sc[C_PHASE] = PH_FULL
             elif (n == 1 or n_roots == 0) and tab[tab[T_PLAIN] + g]:
                 sc[C_DIRECT] = 1  # the accept set is the whole mask

@@ -161,8 +161,8 @@ _enter_now = _enter  # what `_walk` and `_symbols` call: the compiled `_enter` o
 
 
 def _walk(params, orig, roots, gnext, calls, info, byte_class, rec, parent, token_start,
-          token_ids, byte_token, skip, lv, cells, path, ok_below, out_words, open_roots,
-          io):  # fmt: skip
+          token_ids, byte_token, skip, lv, cells, path, ok_below, out_words, open_roots, io,
+          dead):  # fmt: skip
     """Walk the subtrees of `roots` (node 0: the whole trie) from the configuration `orig`,
     resuming at `io`; 1 when done, 0 when the chunk's budget ran out (call again).
 
@@ -172,7 +172,8 @@ def _walk(params, orig, roots, gnext, calls, info, byte_class, rec, parent, toke
     frames that walk popped and hands the root's byte to the live frames below, the same for
     every root: a byte they reject at one root is rejected at every root it ends, whose
     ancestors are then not stepped (a counted string body's open roots are every member
-    beginning followed by each byte that ends the string, most of them rejected below)."""
+    beginning followed by each byte that ends the string, most of them rejected below).
+    `dead` (256 entries, scratch) holds those bytes; unread otherwise."""
     n_orig = params[P_N_ORIG]
     frame_mode = params[P_FRAME_MODE] != 0
     max_depth = params[P_MAX_DEPTH]
@@ -181,7 +182,8 @@ def _walk(params, orig, roots, gnext, calls, info, byte_class, rec, parent, toke
     budget = params[P_BUDGET]
     stride = params[P_STRIDE]
     by_byte = params[P_OPEN_ROOTS] != 0
-    dead = np.zeros(256 if by_byte else 0, dtype=np.bool_)  # root bytes rejected below
+    if by_byte:
+        dead[:256] = 0  # root bytes rejected below
     dep = _enter_now(orig, n_orig, info, max_depth, ok_below, cells, lv)
     n_open = io[IO_OPEN]
     max_h = max(io[IO_HEIGHT], dep)  # at least the rule frames of the configuration
@@ -201,7 +203,7 @@ def _walk(params, orig, roots, gnext, calls, info, byte_class, rec, parent, toke
         elif root == 0:
             i = 1
             n_valid = 0
-        elif by_byte and dead[rec[root, R_BYTE_DEPTH] & 255]:
+        elif by_byte and dead[rec[root, R_BYTE_DEPTH] & 255] != 0:
             i = end
         else:  # step the root's ancestors first (levels 1 .. depth - 1)
             i = root
@@ -300,7 +302,7 @@ def _walk(params, orig, roots, gnext, calls, info, byte_class, rec, parent, toke
                     open_roots[n_open] = i
                     n_open += 1
                 elif by_byte and i == root:
-                    dead[byte_depth & 255] = True
+                    dead[byte_depth & 255] = 1
                 i = rec[i, R_END]
         r += 1
     io[IO_RANGE] = r
@@ -518,7 +520,7 @@ def run_walk(
     args = (
         params, scratch.orig, _frozen(roots), *arrays,
         kt.byte_token if skip is None else _frozen(skip), scratch.lv, scratch.cells,
-        scratch.path, scratch.ok_below, out_words, scratch.open_roots, io,
+        scratch.path, scratch.ok_below, out_words, scratch.open_roots, io, scratch.ro[-256:],
     )  # fmt: skip
     while not walk(*args):
         cancellation_checkpoint()
@@ -717,7 +719,7 @@ def _cold(tab, trie, rec, byte_token, sc, ro, known_words, known_roots, new_word
             if not _walk_step(params, one, firsts[: sc[C_NFIRST]], gnext, calls, info,
                               byte_class, rec, parent, token_start, token_ids, byte_token,
                               byte_token, lv, cells, path, ok_below, new_words, open_out,
-                              io):  # fmt: skip
+                              io, firsts):  # fmt: skip
                 return 0
             sc[C_NOPEN] = io[IO_OPEN]
             sc[C_HEIGHT] = max(io[IO_HEIGHT], info[COST, g])
@@ -756,14 +758,14 @@ def _cold(tab, trie, rec, byte_token, sc, ro, known_words, known_roots, new_word
         elif phase == PH_ROOTS and sc[C_MODE] == MODE_KNOWN:
             if not _walk_step(params, orig, known_roots, gnext, calls, info, byte_class, rec,
                               parent, token_start, token_ids, byte_token, byte_token, lv, cells,
-                              path, ok_below, words, open_out, io):  # fmt: skip
+                              path, ok_below, words, open_out, io, firsts):  # fmt: skip
                 return 0
             sc[C_PHASE] = PH_SYMBOLS
         elif phase in (PH_ROOTS, PH_FULL):
             roots = whole if phase == PH_FULL else open_out[: sc[C_NOPEN]]
             if not _walk_step(params, orig, roots, gnext, calls, info, byte_class, rec, parent,
                               token_start, token_ids, byte_token, byte_token, lv, cells, path,
-                              ok_below, words, open_out, io):  # fmt: skip
+                              ok_below, words, open_out, io, firsts):  # fmt: skip
                 return 0
             sc[C_PHASE] = PH_SYMBOLS
         else:

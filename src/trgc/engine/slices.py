@@ -427,17 +427,22 @@ def _reach_need(gnext, moves, n_moves, accepting, is_repeat, rep_start, need, g,
     counter = 0
     top = 0  # pairs on `tarjan`
     depth = 0  # pairs on `path`
-    index[g] = counter
-    low[g] = counter
-    counter += 1
-    acc[g] = need[g]
-    tarjan[top] = g
-    top += 1
-    path[depth] = g
-    path_j[depth] = 0
-    depth += 1
+    pending, pending_need = g, need[g]  # the pair to enter next (-1: none), its state's need
     failed = False
-    while depth > 0:
+    while True:
+        if pending >= 0:
+            index[pending] = counter
+            low[pending] = counter
+            counter += 1
+            acc[pending] = pending_need
+            tarjan[top] = pending
+            top += 1
+            path[depth] = pending
+            path_j[depth] = 0
+            depth += 1
+            pending = -1
+        if depth == 0:
+            break
         pair = path[depth - 1]
         j = path_j[depth - 1]
         ss = pair // n_states
@@ -460,15 +465,7 @@ def _reach_need(gnext, moves, n_moves, accepting, is_repeat, rep_start, need, g,
             if known != UNKNOWN:
                 acc[pair] = max(acc[pair], known)
             elif index[nxt] < 0:
-                index[nxt] = counter
-                low[nxt] = counter
-                counter += 1
-                acc[nxt] = need[a]
-                tarjan[top] = nxt
-                top += 1
-                path[depth] = nxt
-                path_j[depth] = 0
-                depth += 1
+                pending, pending_need = nxt, need[a]
             else:  # on the component stack: a pair whose answer is not known yet
                 low[pair] = min(low[pair], index[nxt])
             continue

@@ -27,6 +27,8 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from bench_live import stats  # noqa: E402  (numpy and the standard library only)
 
 WORKER = r"""
 import json, sys
@@ -82,18 +84,14 @@ def run(args) -> dict[str, list[dict]]:
 
 
 def summary(rows: list[dict]) -> dict[str, float]:
+    """One tree's masks, compiles and first masks, as bench_live reports them (`stats`)."""
     ran = [r for r in rows if r["status"] != "unsupported"]
-    masks = sorted(x for r in ran for x in r["mask_s"])
-    n = len(masks)
+    masks = stats([x for r in ran for x in r["mask_s"]])
     return {
-        "masks": n,
-        "mean_us": 1e6 * sum(masks) / n,
-        "p50_us": 1e6 * masks[n // 2],
-        "p90_us": 1e6 * masks[int(n * 0.9)],
-        "p99_us": 1e6 * masks[int(n * 0.99)],
-        "max_us": 1e6 * masks[-1],
-        "compile_p50_ms": 1e3 * statistics.median(r["compile_s"] for r in ran),
-        "first_mask_p50_ms": 1e3 * statistics.median(r["first_mask_s"] for r in ran),
+        "masks": masks["n"],
+        **{f"{k}_us": 1e3 * masks[f"{k}_ms"] for k in ("mean", "p50", "p90", "p99", "max")},
+        "compile_p50_ms": stats([r["compile_s"] for r in ran])["p50_ms"],
+        "first_mask_p50_ms": stats([r["first_mask_s"] for r in ran])["p50_ms"],
     }
 
 

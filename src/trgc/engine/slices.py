@@ -246,9 +246,20 @@ def specialise(raw: RawSlices, byte_token: np.ndarray) -> SliceTables:
 FAIL = -1  # `_search`: not safe
 
 
-# per artifact tables: id(slice automaton) -> [the automaton, its moves over their classes,
-# its `_Pairs`]
+# per artifact tables: id(slice automaton) -> its `_Product` with them
 _MOVES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+class _Product:
+    """A slice automaton with one artifact's tables: its `moves` over their byte classes, and
+    `_reach_need`'s answers (`_Pairs`) once the unbounded search is first asked for."""
+
+    __slots__ = ("dfa", "moves", "pairs")
+
+    def __init__(self, dfa: np.ndarray, moves: tuple[np.ndarray, np.ndarray]) -> None:
+        self.dfa = dfa
+        self.moves = moves
+        self.pairs: _Pairs | None = None
 
 
 def moves(tables: Tables, dfa: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -259,17 +270,17 @@ def moves(tables: Tables, dfa: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     found again by the tables and the automaton's identity (the searches of one state ask
     for them several times: hashing the automaton's bytes for the shared cache each time
     cost more than a search)."""
-    return _product(tables, dfa)[1]
+    return _product(tables, dfa).moves
 
 
-def _product(tables: Tables, dfa: np.ndarray) -> list:
-    """[the automaton, its `moves`, its `_Pairs` once asked for] of one artifact's tables."""
+def _product(tables: Tables, dfa: np.ndarray) -> _Product:
+    """The `_Product` of `dfa` with one artifact's tables, made on first use."""
     per_tables = _MOVES.get(tables)
     if per_tables is None:
         per_tables = _MOVES.setdefault(tables, {})
     found = per_tables.get(id(dfa))
-    if found is None or found[0] is not dfa:
-        found = per_tables[id(dfa)] = [dfa, _moves(tables.byte_class, dfa), None]
+    if found is None or found.dfa is not dfa:
+        found = per_tables[id(dfa)] = _Product(dfa, _moves(tables.byte_class, dfa))
     return found
 
 
@@ -606,20 +617,20 @@ def _search_from(tables: Tables, g: int, left: int, s: Slice, longest: int) -> i
     unlimited within one token); None when not safe. A frame's completion need is read as
     `need_more`, the larger of its two needs (a repeat frame may still need iterations)."""
     product = _product(tables, s.dfa)
-    n_pairs = product[1][1].shape[0] * tables.next.shape[0]
+    n_pairs = product.moves[1].shape[0] * tables.next.shape[0]
     if s.max_chars or left < longest or n_pairs > PAIRS_KEPT:
         found = _search_jitted()(
-            tables.next, *product[1], tables.accepting, tables.is_repeat,
+            tables.next, *product.moves, tables.accepting, tables.is_repeat,
             tables.rep_start, tables.cost, tables.need_more, s.max_chars, g,
             -1 if left >= longest else left, tables.max_depth,
         )  # fmt: skip
         return None if found == FAIL else int(found)
-    if product[2] is None:
-        product[2] = _Pairs(n_pairs)
-    pairs = product[2]
+    if product.pairs is None:
+        product.pairs = _Pairs(n_pairs)
+    pairs = product.pairs
     with pairs.lock:
         reach = _reach_need_jitted()(
-            tables.next, *product[1], tables.accepting, tables.is_repeat, tables.rep_start,
+            tables.next, *product.moves, tables.accepting, tables.is_repeat, tables.rep_start,
             tables.need_more, g, pairs.value, *_pair_scratch(n_pairs),
         )  # fmt: skip
     height = int(tables.cost[g]) + int(reach)

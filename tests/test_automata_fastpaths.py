@@ -18,6 +18,7 @@ import pytest
 import trgc
 from schema_helpers import CORPORA
 from trgc.automata import boolean, reference
+from trgc.automata import nfa as nfa_module
 from trgc.automata.alphabet import Alphabet
 from trgc.automata.dfa import Counter, Table, determinize_table
 from trgc.automata.grouping import _multipliers, sort_groups
@@ -196,6 +197,7 @@ def test_real_schemas_compile_to_the_same_bytes_with_the_reference_product(monke
         return Table.from_dfa(reference.product(*args, **kwargs))
 
     monkeypatch.setattr(boolean, "product", plain)
+    monkeypatch.setattr(nfa_module._Builder, "_tiled", lambda *args: None)  # operands as NFAs
     assert trgc.compile_schema(raw, separators="compact").to_bytes() == fast
     assert calls  # the schema did go through a product
 
@@ -222,12 +224,12 @@ def test_real_machines_minimise_as_hopcroft_over_every_column_does(monkeypatch, 
         assert fast.accepting.tolist() == plain.accepting.tolist()
 
 
-def random_chain_table(rng: random.Random) -> Table:
+def random_chain_table(rng: random.Random, states: tuple[int, int] = (60, 160)) -> Table:
     """A DFA shaped like a copied bounded repetition: a long chain from the start whose
     states repeat a short motif of columns (so that only the distance to the end tells them
     apart, and `_moore` needs about one round per state), rare forward shortcuts, a few back
     edges (cycles, so part of it is not finite), sparse acceptance and repeated columns."""
-    n, k = rng.randint(60, 160), 3
+    n, k = rng.randint(*states), 3
     motif = [rng.randrange(k) for _ in range(rng.randint(1, 3))]
     table = np.full((n, k), -1, dtype=np.int32)
     for i in range(n - 1):
@@ -272,6 +274,35 @@ def test_long_chains_minimise_as_hopcroft_over_every_column_does(monkeypatch):
     assert len(exact_passes) <= len(finite_passes) // 2
 
 
+def test_large_tables_with_long_chains_classify_them_before_the_rounds(monkeypatch):
+    """A table of `CHAIN_CHECK_STATES` or more whose finite states form more levels than
+    `MOORE_ROUNDS` is classified first and then refined by the rounds, never by rounds run in
+    vain before; the result is Hopcroft's."""
+    import trgc.automata.minimize as minimize
+
+    order: list[str] = []
+    for name in ("_moore", "_finite_classes", "_hopcroft"):
+        real = getattr(minimize, name)
+        monkeypatch.setattr(
+            minimize,
+            name,
+            lambda *args, _real=real, _name=name: order.append(_name) or _real(*args),
+        )
+    rng = random.Random(5)
+    first_passes = 0
+    for _ in range(12):
+        table = random_chain_table(rng, (minimize.CHAIN_CHECK_STATES, 900))
+        order.clear()
+        fast = minimize_table(table, Budget(10**9))
+        plain = _hopcroft_everywhere(table)
+        assert fast.next.tolist() == plain.next.tolist()
+        assert fast.accepting.tolist() == plain.accepting.tolist()
+        chained = len(minimize._finite_levels(table, Budget(10**9))) > minimize.MOORE_ROUNDS
+        assert (order[:2] == ["_finite_classes", "_moore"]) == chained
+        first_passes += chained
+    assert first_passes >= 6
+
+
 @pytest.mark.parametrize(
     "schema",
     [
@@ -288,6 +319,7 @@ def test_bounded_patterns_compile_to_the_same_bytes_with_the_plain_paths(monkeyp
     monkeypatch.setattr(
         boolean, "product", lambda *a, **k: Table.from_dfa(reference.product(*a, **k))
     )
+    monkeypatch.setattr(nfa_module._Builder, "_tiled", lambda *args: None)  # operands as NFAs
     monkeypatch.setattr(minimize, "_moore", lambda table, block, budget: False)
-    monkeypatch.setattr(minimize, "_finite_classes", lambda table, block, budget: None)
+    monkeypatch.setattr(minimize, "_finite_classes", lambda table, block, budget, levels: None)
     assert trgc.compile_schema(schema, separators="compact").to_bytes() == fast

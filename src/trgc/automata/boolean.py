@@ -128,7 +128,7 @@ def _column_classes(
 
 
 def product(
-    operands: list[tuple[Nfa, bool]],
+    operands: list[tuple[Nfa | Table, bool]],
     alphabet: Alphabet,
     *,
     what: str,
@@ -136,14 +136,19 @@ def product(
     budget: Budget,
 ) -> Table:
     """The minimal partial DFA of the intersection of the operands; `(nfa, True)` is
-    complemented. BFS-numbered, over segments of atoms."""
+    complemented. An operand is an NFA or a DFA already built (`chains.py`: deterministic, not
+    necessarily minimal). BFS-numbered, over segments of atoms."""
     if not any(not negated for _, negated in operands):
         raise TrgcError("E_INTERNAL", f"{what}: an AND without a positive operand")
     has_complement = any(negated for _, negated in operands)
     tables: list[Table] = []
     negated: list[bool] = []
-    for nfa, neg in operands:
-        table = minimal_table(nfa, what=what, limits=limits, budget=budget)
+    for operand, neg in operands:
+        table = (
+            operand
+            if isinstance(operand, Table)
+            else minimal_table(operand, what=what, limits=limits, budget=budget)
+        )
         _refuse_atoms(
             table,
             alphabet,

@@ -14,9 +14,13 @@ the partition is never finer than the coarsest one; a hash collision could only 
 much, so the final partition is checked exactly: acceptance and successor blocks agree within
 every block. Stable and never too fine, it is the coarsest one. DFAs from grammars need few
 rounds (about as many as the longest stretch two states' futures agree on), and each costs a
-few numpy calls. When rounds do not settle within `MOORE_ROUNDS` (long chains of one symbol
-need one round per state) or the check fails, Hopcroft's algorithm (Hopcroft 1971), O(m log n)
-in Python, refines from the partition reached. It works without a sink if every initial block
+few numpy calls. Long acyclic chains (a bounded string intersected with a pattern) need one
+round per state: their *finite* states, from which no cycle is reachable, are classified
+exactly in one pass in reverse topological order (`_finite_classes`) and the rounds refine the
+rest from there, when the rounds alone do not settle within `MOORE_ROUNDS`, or from the start
+when a table of `CHAIN_CHECK_STATES` or more has more levels of finite states than that (the
+rounds would run in vain). When the rounds still do not settle or the check fails, Hopcroft's
+algorithm (Hopcroft 1971), O(m log n) in Python, refines from the partition reached. It works without a sink if every initial block
 starts in the worklist (Valmari and Lehtinen, "Efficient minimization of DFAs with partial
 transition functions", 2008); when a block that is not waiting is split, only the smaller half
 is queued.
@@ -104,26 +108,18 @@ def _moore(table: Table, block: np.ndarray, budget: Budget) -> bool:
 
 
 # a level of the reverse topological order with at least this many states is classified on
-# whole arrays; a narrower one (a chain) state by state, where numpy's call overhead would
-# cost more than the loop
+# whole arrays (its keys compared as bytes); a narrower one (a chain) state by state, where
+# numpy's call overhead would cost more than the loop
 WIDE_LEVEL = 8
+# tables of at least this many states look for long chains before the rounds (`minimize_table`)
+CHAIN_CHECK_STATES = 512
 
 
-def _finite_classes(table: Table, block: np.ndarray, budget: Budget) -> None:
-    """The partition to refine from when rounds do not settle (`block`, int64[n + 1], in
-    place): the exact classes of the *finite* states, those from which no cycle is reachable,
-    and the others by acceptance.
-
-    Two equivalent states have the same paths (as column sequences), so a finite state is
-    never equivalent to one that reaches a cycle, nor to one whose longest path is longer.
-    Taken level by level in reverse topological order (Kahn's algorithm on successor counts:
-    a level is the states whose successors are all in earlier levels, so a level is the
-    states of one longest-path length), a finite state's successors are all classified before
-    it, and its class is its acceptance and its successors' classes per column: equal exactly
-    when the states are equivalent, by induction on the longest path. Long chains (a copied
-    `x{0,1000}`, a bounded string intersected with a pattern) need one round each, and here
-    one step each. The partition is never finer than the coarsest one and coarser only among
-    the states that reach cycles, which the rounds then split."""
+def _finite_levels(table: Table, budget: Budget) -> list[list[int]]:
+    """The *finite* states, those from which no cycle is reachable, in levels of reverse
+    topological order (Kahn's algorithm on successor counts): a level is the states whose
+    successors are all in earlier levels, so a level is the states of one longest-path
+    length (to a state without transitions)."""
     n = table.n_states
     sources, targets = edge_pairs(table.next)
     budget.charge(n + int(sources.size), "minimisation")
@@ -131,28 +127,9 @@ def _finite_classes(table: Table, block: np.ndarray, budget: Budget) -> None:
     off, pre = offsets.tolist(), preds.tolist()
     remaining = np.bincount(sources, minlength=n).tolist()
     level = [s for s in range(n) if remaining[s] == 0]
-    accepting = table.accepting
-    label = np.full(n + 1, -1, dtype=np.int64)  # label[n]: no transition
-    count = 0
+    levels = []
     while level:
-        if len(level) >= WIDE_LEVEL:
-            states = np.array(level, dtype=np.int64)
-            rows = table.next[states]
-            keys = np.empty((states.size, rows.shape[1] + 1), dtype=np.int64)
-            keys[:, 0] = accepting[states]
-            keys[:, 1:] = label[np.where(rows < 0, n, rows)]
-            local, first = group_rows(keys)
-            label[states] = local + count
-            count += first.size
-        else:  # states of one level with equal keys are equivalent; other levels never are
-            classes: dict[tuple, int] = {}
-            for s in level:
-                key = (
-                    bool(accepting[s]),
-                    *label[np.where(table.next[s] < 0, n, table.next[s])].tolist(),
-                )
-                label[s] = classes.setdefault(key, count + len(classes))
-            count += len(classes)
+        levels.append(level)
         below: list[int] = []
         for t in level:
             for s in pre[off[t] : off[t + 1]]:
@@ -160,6 +137,50 @@ def _finite_classes(table: Table, block: np.ndarray, budget: Budget) -> None:
                 if remaining[s] == 0:
                     below.append(s)
         level = below
+    return levels
+
+
+def _finite_classes(
+    table: Table, block: np.ndarray, budget: Budget, levels: list[list[int]] | None = None
+) -> None:
+    """The partition to refine from when rounds do not settle (`block`, int64[n + 1], in
+    place): the exact classes of the finite states (`_finite_levels`, computed unless given),
+    and the others by acceptance.
+
+    Two equivalent states have the same paths (as column sequences), so a finite state is
+    never equivalent to one that reaches a cycle, nor to one whose longest path is longer.
+    Taken level by level, a finite state's successors are all classified before it, and its
+    class is its acceptance and its successors' classes per column: equal exactly when the
+    states are equivalent, by induction on the longest path. Long chains (a bounded string
+    intersected with a pattern) need one round each, and here one step each. The partition
+    is never finer than the coarsest one and coarser only among the states that reach
+    cycles, which the rounds then split."""
+    n = table.n_states
+    if levels is None:
+        levels = _finite_levels(table, budget)
+    accepting = table.accepting.tolist()
+    targets = np.where(table.next < 0, n, table.next)
+    label = np.full(n + 1, -1, dtype=np.int64)  # label[n]: no transition
+    labels = [-1] * (n + 1)  # the same as a list, for the state-by-state levels
+    count = 0
+    for level in levels:
+        classes: dict[object, int] = {}
+        if len(level) >= WIDE_LEVEL:
+            states = np.array(level, dtype=np.int64)
+            keys = label[targets[states]]
+            keys[:, 0] = keys[:, 0] * 2 + table.accepting[states]  # labels are >= -1
+            width = keys.shape[1] * keys.itemsize
+            raw = keys.tobytes()
+            for i, s in enumerate(level):
+                labels[s] = classes.setdefault(
+                    raw[i * width : (i + 1) * width], count + len(classes)
+                )
+        else:  # states of one level with equal keys are equivalent; other levels never are
+            for s in level:
+                key = (accepting[s], *[labels[t] for t in targets[s].tolist()])
+                labels[s] = classes.setdefault(key, count + len(classes))
+        label[level] = [labels[s] for s in level]
+        count += len(classes)
     finite = label[:n] >= 0
     block[:n] = np.where(finite, label[:n] + 2, table.accepting)
 
@@ -246,15 +267,24 @@ def minimize_table(table: Table, budget: Budget) -> Table:
     has = table.next >= 0
     budget.charge(int(np.count_nonzero(has)) - int(np.count_nonzero(has[:, kept])), "minimisation")
     narrow = table.with_next(np.ascontiguousarray(table.next[:, kept]))
-    if not _moore(narrow, block, budget):
-        # long chains: classify the states with finitely many paths exactly, then refine
-        # the others from there
-        _finite_classes(narrow, block, budget)
-        if not _moore(narrow, block, budget):
-            # the rounds reached a partition never finer than the coarsest one; split it by
-            # acceptance (a collision may have merged across) and refine it exactly
-            block[:n] = block[:n] * 2 + table.accepting
-            _hopcroft(narrow, block, budget)
+    # a chain longer than the rounds would make them all run in vain: a large table whose
+    # finite states form more levels than that classifies them first
+    levels = _finite_levels(narrow, budget) if n >= CHAIN_CHECK_STATES else None
+    if levels is not None and len(levels) > MOORE_ROUNDS:
+        _finite_classes(narrow, block, budget, levels)
+        settled = _moore(narrow, block, budget)
+    else:
+        settled = _moore(narrow, block, budget)
+        if not settled:
+            # long chains: classify the states with finitely many paths exactly, then refine
+            # the others from there
+            _finite_classes(narrow, block, budget, levels)
+            settled = _moore(narrow, block, budget)
+    if not settled:
+        # the rounds reached a partition never finer than the coarsest one; split it by
+        # acceptance (a collision may have merged across) and refine it exactly
+        block[:n] = block[:n] * 2 + table.accepting
+        _hopcroft(narrow, block, budget)
     representative, quotient = sort_groups(block[:n])
     quotient = np.append(quotient.astype(np.int32), np.int32(NONE))
     rows = table.next[representative]

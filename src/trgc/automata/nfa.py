@@ -47,7 +47,7 @@ import numpy as np
 from trgc.automata.alphabet import Alphabet
 from trgc.errors import Span, TrgcError
 from trgc.grammar.ast import Grammar, Kind
-from trgc.limits import Budget, Limits
+from trgc.limits import Budget, Limits, check_limit
 
 if TYPE_CHECKING:
     from trgc.automata.dfa import Table
@@ -634,17 +634,57 @@ class _Builder:
         specials: set[str] = set()
         calls: set[str] = set()
         refs: set[str] = set()
+        what = node.payload or f"rule {self.rule}"
         for child in node.children:
             negated = self.grammar.nodes[child].kind == Kind.NOT
             inner = self.grammar.nodes[child].children[0] if negated else child
-            sub = self._sub(expand_all=True)
-            operands.append((sub.build(inner), negated))
-            specials |= sub.specials_used
-            calls |= sub.calls_used
-            refs |= sub.refs_met
-        what = node.payload or f"rule {self.rule}"
+            subs = [self._sub(expand_all=True)]
+            operand = self._tiled(inner, subs, what) or subs[0].build(inner)
+            operands.append((operand, negated))
+            for sub in subs:
+                specials |= sub.specials_used
+                calls |= sub.calls_used
+                refs |= sub.refs_met
         dfa = product(operands, self.alphabet, what=what, limits=self.limits, budget=self.budget)
         return Product(dfa, frozenset(specials), frozenset(calls), frozenset(refs))
+
+    def _tiled(self, node_id: int, subs: list[_Builder], what: str) -> Table | None:
+        """An operand that is a bounded repetition, or a sequence holding one, as a DFA tiled
+        from its parts' minimal tables (`chains.py`) instead of an NFA of copies; None when it
+        is neither or tiling is not exact. Each part is built by a builder of its own, added to
+        `subs` (what they used is the operand's)."""
+        from trgc.automata import chains
+        from trgc.automata.minimize import minimal_table
+
+        nodes = self.grammar.nodes
+        node = nodes[node_id]
+        parts = list(node.children) if node.kind == Kind.SEQ else [node_id]
+        if not any(_bounded_repeat(nodes[p]) for p in parts):
+            return None
+
+        def table_of(part: int) -> Table:
+            sub = self._sub(expand_all=True)
+            subs.append(sub)
+            return minimal_table(sub.build(part), what=what, limits=self.limits, budget=self.budget)
+
+        tables = []
+        for part in parts:
+            p = nodes[part]
+            if not _bounded_repeat(p):
+                tables.append(table_of(part))
+                continue
+            low, high = p.payload[:2]
+            body = table_of(p.children[0])
+            where = f"the automaton of {what}"
+            check_limit("states", chains.tiled_states(body, high), self.limits.states, where)
+            check_limit(
+                "transitions", chains.tiled_transitions(body, high), self.limits.transitions, where
+            )
+            table = chains.repeat(body, low, high, self.budget)
+            if table is None:
+                return None
+            tables.append(table)
+        return chains.concat(tables, self.budget) if len(tables) > 1 else tables[0]
 
     def _repeat(self, node, mark: int, hidden: int, child: tuple[int, int]) -> tuple[int, int]:
         """`child{low,high}` from the child's state range [mark, len) copied as a template
@@ -715,3 +755,8 @@ def build_nfa(
         nfa.table = builder.spliced
     depends = Depends(frozenset(builder.refs_met), frozenset(builder.repeats_met))
     return nfa, frozenset(builder.specials_used), frozenset(builder.calls_used), depends
+
+
+def _bounded_repeat(node) -> bool:
+    """A repetition with an upper bound above 1 (what `_Builder._tiled` tiles)."""
+    return node.kind == Kind.REPEAT and node.payload[1] is not None and node.payload[1] > 1

@@ -627,7 +627,8 @@ class _Builder:
         calls and rules the operands use. An operand inlines every non-recursive rule and
         copies every repetition whatever the machine plan says, so a retry's plan (what it
         inlines or copies) never changes a product: its repetitions are not recorded in
-        `repeats_met`."""
+        `repeats_met`. A bounded repetition at an operand's top (alone or in a sequence) is
+        tiled from its body's table instead of copied (`_tiled`)."""
         from trgc.automata.boolean import product
 
         operands = []

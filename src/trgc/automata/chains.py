@@ -28,6 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from trgc.automata.dfa import NONE, Table
+from trgc.automata.grouping import distinct_sorted
 from trgc.limits import Budget
 
 
@@ -97,7 +98,9 @@ def _closable(first: Table, then: Table) -> bool:
 def _common_segments(parts: list[Table]) -> tuple[np.ndarray, np.ndarray]:
     """The coarsest segments that refine every part's: cut at every part's bounds, keeping
     the pieces some part covers."""
-    cuts = np.unique(np.concatenate([p.seg_lo for p in parts] + [p.seg_hi + 1 for p in parts]))
+    cuts = distinct_sorted(
+        np.concatenate([p.seg_lo for p in parts] + [p.seg_hi + 1 for p in parts])
+    )
     lo, hi = cuts[:-1], cuts[1:] - 1
     covered = np.zeros(lo.size, dtype=bool)
     for part in parts:

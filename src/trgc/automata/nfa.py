@@ -685,7 +685,11 @@ class _Builder:
             if table is None:
                 return None
             tables.append(table)
-        return chains.concat(tables, self.budget) if len(tables) > 1 else tables[0]
+        if len(tables) == 1:
+            return tables[0]
+        states = sum(t.n_states for t in tables)
+        check_limit("states", states, self.limits.states, f"the automaton of {what}")
+        return chains.concat(tables, self.budget)
 
     def _repeat(self, node, mark: int, hidden: int, child: tuple[int, int]) -> tuple[int, int]:
         """`child{low,high}` from the child's state range [mark, len) copied as a template

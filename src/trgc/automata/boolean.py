@@ -38,9 +38,9 @@ from __future__ import annotations
 import numpy as np
 
 from trgc.automata.alphabet import Alphabet
-from trgc.automata.dfa import NONE, Table
+from trgc.automata.dfa import NONE, Table, common_cuts
 from trgc.automata.graph import coreachable
-from trgc.automata.grouping import distinct_sorted, group_rows, sort_groups
+from trgc.automata.grouping import group_rows, sort_groups
 from trgc.automata.minimize import minimal_table, minimize_table, renumber_table
 from trgc.automata.nfa import Nfa
 from trgc.errors import TrgcError
@@ -98,20 +98,12 @@ def _column_classes(
     """The common segments of the operands inside the segments of operand `lead` (first and
     last atom of each), the column class of each, and per operand the column (or -1) each
     class reads. Classes are numbered in order of their first segment."""
-    points = distinct_sorted(
-        np.concatenate([t.seg_lo for t in tables] + [t.seg_hi + 1 for t in tables])
-    )
-    lo, hi = points[:-1], points[1:] - 1
+    lo, hi = common_cuts(tables)
     keys = np.empty((lo.size, len(tables)), dtype=np.int64)
     for i, table in enumerate(tables):
-        size = table.seg_lo.size
-        if size == 0:
-            keys[:, i] = -1
-            continue
-        col = np.searchsorted(table.seg_hi, lo)  # the first segment ending at or after lo
-        col_in = np.minimum(col, size - 1)
-        covered = (col < size) & (table.seg_lo[col_in] <= lo)
-        keys[:, i] = np.where(covered, _same_columns(table)[col_in], -1)
+        column = table.columns_at(lo)
+        keys[:, i] = -1
+        keys[column >= 0, i] = _same_columns(table)[column[column >= 0]]
     keep = keys[:, lead] >= 0
     lo, hi, keys = lo[keep], hi[keep], keys[keep]
     classes: dict[tuple[int, ...], int] = {}

@@ -27,8 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from trgc.automata.dfa import NONE, Table
-from trgc.automata.grouping import distinct_sorted
+from trgc.automata.dfa import NONE, Table, common_cuts
 from trgc.limits import Budget
 
 
@@ -96,32 +95,18 @@ def _closable(first: Table, then: Table) -> bool:
 
 
 def _common_segments(parts: list[Table]) -> tuple[np.ndarray, np.ndarray]:
-    """The coarsest segments that refine every part's: cut at every part's bounds, keeping
-    the pieces some part covers."""
-    cuts = distinct_sorted(
-        np.concatenate([p.seg_lo for p in parts] + [p.seg_hi + 1 for p in parts])
-    )
-    lo, hi = cuts[:-1], cuts[1:] - 1
+    """The coarsest segments that refine every part's: the common cuts some part covers."""
+    lo, hi = common_cuts(parts)
     covered = np.zeros(lo.size, dtype=bool)
     for part in parts:
-        covered |= _column_of(part, lo) >= 0
+        covered |= part.columns_at(lo) >= 0
     return lo[covered], hi[covered]
 
 
 def _on_segments(part: Table, lo: np.ndarray, hi: np.ndarray) -> Table:
     """`part` over finer segments `lo..hi` (each inside one of its segments or outside all)."""
-    column = _column_of(part, lo)
+    column = part.columns_at(lo)
     next_table = np.full((part.n_states, lo.size), NONE, dtype=np.int32)
     inside = column >= 0
     next_table[:, inside] = part.next[:, column[inside]]
     return Table(next_table, part.accepting, lo, hi)
-
-
-def _column_of(part: Table, lo: np.ndarray) -> np.ndarray:
-    """The part's segment holding each atom `lo`, or -1."""
-    size = part.seg_lo.size
-    if size == 0:
-        return np.full(lo.size, -1, dtype=np.int64)
-    col = np.searchsorted(part.seg_hi, lo)
-    col_in = np.minimum(col, size - 1)
-    return np.where((col < size) & (part.seg_lo[col_in] <= lo), col_in, -1)

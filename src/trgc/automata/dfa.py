@@ -74,6 +74,15 @@ class Table:
         """Transitions counted per atom, as in the atom-level DFA."""
         return int((self.next >= 0).sum(axis=0) @ self.width) if self.next.size else 0
 
+    def columns_at(self, atoms: np.ndarray) -> np.ndarray:
+        """int64: the segment holding each of `atoms` (ascending), -1 where none does."""
+        size = self.seg_lo.size
+        if size == 0:
+            return np.full(atoms.size, -1, dtype=np.int64)
+        col = np.searchsorted(self.seg_hi, atoms)  # the first segment ending at or after it
+        col_in = np.minimum(col, size - 1)
+        return np.where((col < size) & (self.seg_lo[col_in] <= atoms), col_in, -1)
+
     def with_next(self, next_table: np.ndarray, accepting: np.ndarray | None = None) -> Table:
         """The same segments with another table (and acceptance)."""
         return Table(
@@ -184,6 +193,16 @@ class _Closures:
         visited = closed.union(passed, *visits) if passed or visits else closed
         self.budget.charge(len(visited), "epsilon closure")
         return closed
+
+
+def common_cuts(tables: list[Table]) -> tuple[np.ndarray, np.ndarray]:
+    """(first atoms, last atoms) of the intervals every table's segment bounds cut the atoms
+    into, ascending: each lies inside one segment of a table or outside all of its segments
+    (`Table.columns_at` tells which)."""
+    points = distinct_sorted(
+        np.concatenate([t.seg_lo for t in tables] + [t.seg_hi + 1 for t in tables])
+    )
+    return points[:-1], points[1:] - 1
 
 
 def _segments(nfa: Nfa) -> tuple[list[int], list[int], _SegmentEdges]:

@@ -20,10 +20,10 @@ exactly in one pass in reverse topological order (`_finite_classes`) and the rou
 rest from there, when the rounds alone do not settle within `MOORE_ROUNDS`, or from the start
 when a table of `CHAIN_CHECK_STATES` or more has more levels of finite states than that (the
 rounds would run in vain). When the rounds still do not settle or the check fails, Hopcroft's
-algorithm (Hopcroft 1971), O(m log n) in Python, refines from the partition reached. It works without a sink if every initial block
-starts in the worklist (Valmari and Lehtinen, "Efficient minimization of DFAs with partial
-transition functions", 2008); when a block that is not waiting is split, only the smaller half
-is queued.
+algorithm (Hopcroft 1971), O(m log n) in Python, refines from the partition reached. It works
+without a sink if every initial block starts in the worklist (Valmari and Lehtinen, "Efficient
+minimization of DFAs with partial transition functions", 2008); when a block that is not
+waiting is split, only the smaller half is queued.
 
 The rounds charge the budget one operation per state and transition, once (the whole-array
 work of at most `MOORE_ROUNDS` rounds costs less than one Python step per element), plus one

@@ -639,8 +639,11 @@ class _Builder:
         for child in node.children:
             negated = self.grammar.nodes[child].kind == Kind.NOT
             inner = self.grammar.nodes[child].children[0] if negated else child
-            subs = [self._sub(expand_all=True)]
-            operand = self._tiled(inner, subs, what) or subs[0].build(inner)
+            subs: list[_Builder] = []
+            operand = self._tiled(inner, subs, what)
+            if operand is None:
+                subs = [self._sub(expand_all=True)]  # a tiling given up: only this build counts
+                operand = subs[0].build(inner)
             operands.append((operand, negated))
             for sub in subs:
                 specials |= sub.specials_used

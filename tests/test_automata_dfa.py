@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from test_automata_support import compile_source, walk
@@ -140,6 +140,8 @@ PIECES = [
 
 
 @settings(max_examples=150, deadline=None)
+# a counted repetition of a nullable body: the start calls it, the return state does not
+@example(expr=("((([^a]) ([^a]))?){1,3}", "(?:(?:(?:[^a])(?:[^a]))?){1,3}"), inputs=[[]])
 @given(
     expr=_expressions(),
     inputs=st.lists(st.lists(st.sampled_from(PIECES), max_size=6), min_size=1, max_size=12),
@@ -161,13 +163,14 @@ def test_tables_agree_with_re(expr, inputs):
 
 
 def _distinguishable_states(machine) -> int:
-    """Number of Moore-equivalence classes of a call-free table (-1 = reject)."""
+    """Number of Moore-equivalence classes of a table (-1 = reject; a call action, -2 and
+    below, is compared as it is: two states calling on different classes differ)."""
     block = [int(a) for a in machine.accepting]
     while True:
         signature = {}
         new = []
         for s in range(machine.n_states):
-            key = (block[s], tuple(block[t] if t >= 0 else -1 for t in machine.next[s].tolist()))
+            key = (block[s], tuple(block[t] if t >= 0 else t for t in machine.next[s].tolist()))
             new.append(signature.setdefault(key, len(signature)))
         if len(signature) == len(set(block)):
             return len(signature)

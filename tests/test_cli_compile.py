@@ -117,6 +117,18 @@ def test_compile_limit_option(grammar):
     assert "E_LIMIT_STATES" in result.stderr
 
 
+def test_compile_refuses_a_tiled_operand_over_the_limit_and_writes_nothing(tmp_path):
+    """A pattern beside a maxLength: its length operand is tiled (`automata/chains.py`) and
+    checked against the state limit before it is built; the refusal names the schema place."""
+    schema = tmp_path / "s.json"
+    schema.write_text('{"type":"string","pattern":"^a.*b$","maxLength":100}', encoding="utf-8")
+    out = tmp_path / "s.trga"
+    result = run("compile", str(schema), "-o", str(out), "--limit", "states=1000")
+    assert result.exit_code == 3 and not out.exists()
+    assert "E_LIMIT_STATES" in result.stderr and "/pattern" in result.stderr
+    assert "--limit states=N" in result.stderr and "Traceback" not in result.stderr
+
+
 def test_compile_limits_file_and_unknown_limit(tmp_path, grammar):
     limits = tmp_path / "limits.toml"
     limits.write_text("[limits]\nstates = 2\n", encoding="utf-8")

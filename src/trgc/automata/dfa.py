@@ -22,9 +22,12 @@ from __future__ import annotations
 from array import array
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
+from itertools import chain
+from typing import NamedTuple
 
 import numpy as np
 
+from trgc.automata import subset_kernel
 from trgc.automata.grouping import distinct_sorted
 from trgc.automata.nfa import Nfa
 from trgc.limits import Budget, Limits, check_limit
@@ -205,7 +208,20 @@ def common_cuts(tables: list[Table]) -> tuple[np.ndarray, np.ndarray]:
     return points[:-1], points[1:] - 1
 
 
-def _segments(nfa: Nfa) -> tuple[list[int], list[int], _SegmentEdges]:
+class _SegmentArrays(NamedTuple):
+    """An NFA's segments and its states' edges over them, as flat int64 arrays (`_segments`)."""
+
+    seg_lo: np.ndarray  # first atom of each segment
+    seg_hi: np.ndarray  # last atom
+    first: np.ndarray  # per edge: first segment, last segment, target
+    last: np.ndarray
+    target: np.ndarray
+    offsets: np.ndarray  # state q's edges are offsets[q]..offsets[q + 1] - 1
+    widths: np.ndarray  # atoms the edges of a state span
+    overlapping: np.ndarray  # bool: two of the state's edges share a segment
+
+
+def _segments(nfa: Nfa) -> _SegmentArrays:
     """The NFA's segments (first and last atom of each) and every state's edges over them.
 
     On whole arrays: the edge bounds, sorted and deduplicated, cut the atoms into elementary
@@ -232,17 +248,16 @@ def _segments(nfa: Nfa) -> tuple[list[int], list[int], _SegmentEdges]:
     shared = (first[1:] <= last[:-1]) & (state[1:] == state[:-1])
     overlapping = np.zeros(len(counts), dtype=bool)
     overlapping[state[1:][shared]] = True
-    edges_of = _SegmentEdges(
+    return _SegmentArrays(
+        bounds[:-1][covered] if size else bounds,
+        bounds[1:][covered] - 1 if size else bounds,
         first,
         last,
         target,
         np.cumsum([0, *counts]),
         np.bincount(state, weights=hi - lo + 1, minlength=len(counts)).astype(np.int64),
-        overlapping.tolist(),
+        overlapping,
     )
-    seg_lo = bounds[:-1][covered] if size else bounds
-    seg_hi = bounds[1:][covered] - 1 if size else bounds
-    return seg_lo.tolist(), seg_hi.tolist(), edges_of
 
 
 class _SegmentEdges:
@@ -306,9 +321,17 @@ def _pieces(edges: list[tuple[int, int, int]]) -> list[tuple[int, int, frozenset
 def determinize_table(
     nfa: Nfa, *, rule: str, limits: Limits, budget: Budget, counter: Counter
 ) -> Table:
-    """The DFA of `nfa` by subset construction (reachable states only), as a Table."""
+    """The DFA of `nfa` by subset construction (reachable states only), as a Table.
+
+    Where numba is loaded, `subset_kernel` runs the same construction compiled."""
+    arrays = _segments(nfa)
+    # the kernel sorts a row's edges by one int64 key made of segment, segment and state
+    if subset_kernel.enabled() and arrays.seg_lo.size**2 * (nfa.n_states + 1) < 2**62:
+        return _determinize_compiled(nfa, arrays, rule=rule, limits=limits, budget=budget,
+                                     counter=counter)  # fmt: skip
     important = [bool(nfa.edges[q]) or q == nfa.final for q in range(nfa.n_states)]
-    seg_lo, seg_hi, edges_of = _segments(nfa)
+    seg_lo, seg_hi = arrays.seg_lo.tolist(), arrays.seg_hi.tolist()
+    edges_of = _SegmentEdges(*arrays[2:7], arrays.overlapping.tolist())
     widths = edges_of.widths
     overlapping = edges_of.overlapping
     n_seg = len(seg_lo)
@@ -405,20 +428,71 @@ def determinize_table(
             check_limit("transitions", counter.transitions + row_atoms, max_transitions, what)
         counter.transitions += row_atoms
         state += 1
-    n = len(subsets)
-    table = np.full(n * n_seg, NONE, dtype=np.int32)
-    if runs:
-        run = np.array(runs, dtype=np.int64)
-        lengths = run[:, 2]
-        starts = run[:, 0] * n_seg + run[:, 1]
+    return Table(
+        _filled(np.array(runs, dtype=np.int64).reshape(-1, 4), len(subsets), n_seg),
+        np.array(accepting, dtype=bool),
+        arrays.seg_lo,
+        arrays.seg_hi,
+    )
+
+
+def _filled(runs: np.ndarray, n_states: int, n_seg: int) -> np.ndarray:
+    """The dense next-state table (int32[n_states, n_seg]) that rows of (state, first
+    segment, length, target) describe."""
+    table = np.full(n_states * n_seg, NONE, dtype=np.int32)
+    if runs.size:
+        lengths = runs[:, 2]
+        starts = runs[:, 0] * n_seg + runs[:, 1]
         offsets = np.cumsum(lengths) - lengths
         flat = np.repeat(starts - offsets, lengths) + np.arange(int(lengths.sum()), dtype=np.int64)
-        table[flat] = np.repeat(run[:, 3].astype(np.int32), lengths)
+        table[flat] = np.repeat(runs[:, 3].astype(np.int32), lengths)
+    return table.reshape(n_states, n_seg)
+
+
+def _determinize_compiled(
+    nfa: Nfa,
+    arrays: _SegmentArrays,
+    *,
+    rule: str,
+    limits: Limits,
+    budget: Budget,
+    counter: Counter,
+) -> Table:
+    """`determinize_table` by `subset_kernel`, raising its refusals as the Python loop does."""
+    n = nfa.n_states
+    eps_off = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, nfa.eps), dtype=np.int64, count=n), out=eps_off[1:])
+    eps_to = np.fromiter(chain.from_iterable(nfa.eps), dtype=np.int64, count=int(eps_off[-1]))
+    important = arrays.offsets[1:] != arrays.offsets[:-1]
+    important[nfa.final] = True
+    atoms_before = np.zeros(arrays.seg_lo.size + 1, dtype=np.int64)
+    np.cumsum(arrays.seg_hi - arrays.seg_lo + 1, out=atoms_before[1:])
+    counts = np.array(
+        [counter.states, limits.states, counter.transitions, limits.transitions, budget.used,
+         budget.limit], dtype=np.int64,
+    )  # fmt: skip
+    status, value, n_states, accepting, runs, n_runs = subset_kernel.run(
+        (eps_off, eps_to, important, arrays.offsets, arrays.first, arrays.last, arrays.target,
+         arrays.widths, arrays.overlapping, atoms_before),
+        start=nfa.start, final=nfa.final, counts=counts,
+    )  # fmt: skip
+    counter.states = int(counts[subset_kernel.C_STATES])
+    counter.transitions = int(counts[subset_kernel.C_TRANSITIONS])
+    budget.used = int(counts[subset_kernel.C_USED])
+    what = f"the automaton of rule {rule}"
+    if status == subset_kernel.OVER_STATES:
+        check_limit("states", int(value), limits.states, what)
+    elif status == subset_kernel.OVER_TRANSITIONS:
+        check_limit("transitions", int(value), limits.transitions, what)
+    elif status == subset_kernel.OVER_BUDGET_ROWS:
+        budget.charge(int(value), "subset construction")
+    elif status == subset_kernel.OVER_BUDGET_CLOSURE:
+        budget.charge(int(value), "epsilon closure")
     return Table(
-        table.reshape(n, n_seg),
-        np.array(accepting, dtype=bool),
-        np.array(seg_lo, dtype=np.int64),
-        np.array(seg_hi, dtype=np.int64),
+        _filled(runs[:n_runs], int(n_states), arrays.seg_lo.size),
+        accepting[:n_states].copy(),
+        arrays.seg_lo,
+        arrays.seg_hi,
     )
 
 

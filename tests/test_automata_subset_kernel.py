@@ -20,7 +20,7 @@ import trgc.automata.minimize as minimize
 from schema_helpers import CORPORA
 from test_automata_fastpaths import random_nfa
 from test_layers import _printed
-from trgc.automata import dfa, subset_kernel
+from trgc.automata import dfa, jit, subset_kernel
 from trgc.automata.dfa import Counter
 from trgc.automata.nfa import Nfa
 from trgc.errors import TrgcError
@@ -32,7 +32,7 @@ BENCH = CORPORA / "jsonschemabench"
 
 def _outcome(nfa: Nfa, kernel: bool, limits: Limits, budget: int, monkeypatch) -> tuple:
     """Everything `determinize_table` gives or raises, with the kernel on or off."""
-    monkeypatch.setattr(subset_kernel, "FORCE", kernel)
+    monkeypatch.setattr(jit, "FORCE", kernel)
     spent, counter = Budget(budget), Counter(3, 7)  # totals carried in from other machines
     try:
         table = dfa.determinize_table(nfa, rule="r", limits=limits, budget=spent, counter=counter)
@@ -113,11 +113,11 @@ def _every_construction(monkeypatch, raw: bytes) -> int:
 
     def both(nfa, *, rule, limits, budget, counter):
         before = (budget.used, counter.states, counter.transitions)
-        monkeypatch.setattr(subset_kernel, "FORCE", False)
+        monkeypatch.setattr(jit, "FORCE", False)
         python = _attempt(real, nfa, rule, limits, budget, counter)
         after = (budget.used, counter.states, counter.transitions)
         budget.used, counter.states, counter.transitions = before
-        monkeypatch.setattr(subset_kernel, "FORCE", True)
+        monkeypatch.setattr(jit, "FORCE", True)
         kernel = _attempt(real, nfa, rule, limits, budget, counter)
         assert (budget.used, counter.states, counter.transitions) == after
         assert kernel[1] == python[1]
@@ -163,9 +163,9 @@ def test_every_machine_of_real_schemas(monkeypatch, subset):
 
 def test_schemas_compile_to_the_same_bytes_either_way(monkeypatch):
     for path in SCHEMAS:
-        monkeypatch.setattr(subset_kernel, "FORCE", False)
+        monkeypatch.setattr(jit, "FORCE", False)
         python = trgc.compile_schema(path.read_bytes()).to_bytes()
-        monkeypatch.setattr(subset_kernel, "FORCE", True)
+        monkeypatch.setattr(jit, "FORCE", True)
         assert trgc.compile_schema(path.read_bytes()).to_bytes() == python, path.name
 
 
@@ -174,10 +174,10 @@ def test_the_kernel_runs_only_where_numba_is_loaded():
     numba is loaded (a process that masks), compiles use the kernel."""
     code = (
         "import sys, trgc\n"
-        "from trgc.automata import subset_kernel\n"
+        "from trgc.automata import jit\n"
         f"trgc.compile_schema(open({str(SCHEMAS[0])!r}).read())\n"
-        "before = ('numba' in sys.modules, subset_kernel.enabled())\n"
+        "before = ('numba' in sys.modules, jit.enabled())\n"
         "import numba\n"
-        "print(before, subset_kernel.enabled())\n"
+        "print(before, jit.enabled())\n"
     )
     assert _printed(code) == "(False, False) True"

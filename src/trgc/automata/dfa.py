@@ -13,7 +13,9 @@ treats the atoms of one segment alike. The DFA is a dense `Table` (numpy, states
 so a character class that spans sixty atoms is one column, not sixty transitions. Counting
 and charging stay per atom (a segment of width w is w transitions, an edge over w atoms costs
 w operations), so limits, budgets and state numbering are those of the atom-level
-construction. `Dfa` (dict rows over atoms) is the readable form the boolean product and the
+construction. Where numba is already loaded, `subset_kernel.py` runs the same construction
+compiled (same states, order, charges and refusals); this module's loop is its reference.
+`Dfa` (dict rows over atoms) is the readable form the boolean product and the
 tests use; `Table.to_dfa` and `Table.from_dfa` convert.
 """
 
@@ -27,7 +29,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from trgc.automata import subset_kernel
+from trgc.automata import jit, subset_kernel
 from trgc.automata.grouping import distinct_sorted
 from trgc.automata.nfa import Nfa
 from trgc.limits import Budget, Limits, check_limit
@@ -326,7 +328,7 @@ def determinize_table(
     Where numba is loaded, `subset_kernel` runs the same construction compiled."""
     arrays = _segments(nfa)
     # the kernel sorts a row's edges by one int64 key made of segment, segment and state
-    if subset_kernel.enabled() and arrays.seg_lo.size**2 * (nfa.n_states + 1) < 2**62:
+    if jit.enabled() and arrays.seg_lo.size**2 * (nfa.n_states + 1) < 2**62:
         return _determinize_compiled(nfa, arrays, rule=rule, limits=limits, budget=budget,
                                      counter=counter)  # fmt: skip
     important = [bool(nfa.edges[q]) or q == nfa.final for q in range(nfa.n_states)]

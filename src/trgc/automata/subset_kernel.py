@@ -8,9 +8,9 @@ errors itself; it stops at the first charge or check that fails and reports it (
 `value`), and `determinize` raises it through `Budget.charge` / `check_limit` as the Python
 construction would have.
 
-It runs only where numba is already loaded (a process that computes masks, `enabled()`): a
-`trgc compile` process never pays numba's import for it. `dfa.py`'s Python loop stays the
-reference, and the tests compare the two on random NFAs and on every machine of real schemas.
+It runs only where numba is already loaded (`jit.enabled()`): a `trgc compile` process never
+pays numba's import for it. `dfa.py`'s Python loop stays the reference, and the tests compare
+the two on random NFAs and on every machine of real schemas.
 
 Data: a DFA state is a sorted run of important NFA states in `sub_pool`; a hash table of
 state ids (open addressing, `_find`) interns them. The closure of one NFA state is searched
@@ -22,7 +22,6 @@ searches visited, counted with a stamp per NFA state.
 from __future__ import annotations
 
 import functools
-import sys
 
 import numpy as np
 
@@ -35,15 +34,8 @@ R_STATE, R_N_STATES, R_N_RUNS, R_USED, R_TICK, R_STICK, R_FILL, N_REGS = range(8
 # `counts` in and out: running totals and the budget
 C_STATES, C_MAX_STATES, C_TRANSITIONS, C_MAX_TRANSITIONS, C_USED, C_LIMIT = range(6)
 
-# tests set this to run the kernel (True) or the Python loop (False) regardless of numba
-FORCE: bool | None = None
 # states (and runs) the arrays hold before they first grow; tests make it 1
 FIRST_ROOM = 256
-
-
-def enabled() -> bool:
-    """Whether `determinize_table` uses the kernel: numba is already imported (or a test says)."""
-    return FORCE if FORCE is not None else "numba" in sys.modules
 
 
 def _grow(arr, need):

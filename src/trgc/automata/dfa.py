@@ -24,7 +24,6 @@ from __future__ import annotations
 from array import array
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
-from itertools import chain
 from typing import NamedTuple
 
 import numpy as np
@@ -326,11 +325,12 @@ def determinize_table(
     """The DFA of `nfa` by subset construction (reachable states only), as a Table.
 
     Where numba is loaded, `subset_kernel` runs the same construction compiled."""
+    # the kernel sorts edges by one int64 key of two segments and a state (segments are
+    # fewer than twice the edges)
+    edges = sum(map(len, nfa.edges))
+    if jit.enabled() and (2 * edges + 1) ** 2 * (nfa.n_states + 1) < 2**62:
+        return _determinize_compiled(nfa, rule=rule, limits=limits, budget=budget, counter=counter)
     arrays = _segments(nfa)
-    # the kernel sorts a row's edges by one int64 key made of segment, segment and state
-    if jit.enabled() and arrays.seg_lo.size**2 * (nfa.n_states + 1) < 2**62:
-        return _determinize_compiled(nfa, arrays, rule=rule, limits=limits, budget=budget,
-                                     counter=counter)  # fmt: skip
     important = [bool(nfa.edges[q]) or q == nfa.final for q in range(nfa.n_states)]
     seg_lo, seg_hi = arrays.seg_lo.tolist(), arrays.seg_hi.tolist()
     edges_of = _SegmentEdges(*arrays[2:7], arrays.overlapping.tolist())
@@ -452,35 +452,17 @@ def _filled(runs: np.ndarray, n_states: int, n_seg: int) -> np.ndarray:
 
 
 def _determinize_compiled(
-    nfa: Nfa,
-    arrays: _SegmentArrays,
-    *,
-    rule: str,
-    limits: Limits,
-    budget: Budget,
-    counter: Counter,
+    nfa: Nfa, *, rule: str, limits: Limits, budget: Budget, counter: Counter
 ) -> Table:
     """`determinize_table` by `subset_kernel`, raising its refusals as the Python loop does."""
-    n = nfa.n_states
-    eps_off = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.fromiter(map(len, nfa.eps), dtype=np.int64, count=n), out=eps_off[1:])
-    eps_to = np.fromiter(chain.from_iterable(nfa.eps), dtype=np.int64, count=int(eps_off[-1]))
-    important = arrays.offsets[1:] != arrays.offsets[:-1]
-    important[nfa.final] = True
-    atoms_before = np.zeros(arrays.seg_lo.size + 1, dtype=np.int64)
-    np.cumsum(arrays.seg_hi - arrays.seg_lo + 1, out=atoms_before[1:])
-    counts = np.array(
+    totals = np.array(
         [counter.states, limits.states, counter.transitions, limits.transitions, budget.used,
          budget.limit], dtype=np.int64,
     )  # fmt: skip
-    status, value, n_states, accepting, runs, n_runs = subset_kernel.run(
-        (eps_off, eps_to, important, arrays.offsets, arrays.first, arrays.last, arrays.target,
-         arrays.widths, arrays.overlapping, atoms_before),
-        start=nfa.start, final=nfa.final, counts=counts,
-    )  # fmt: skip
-    counter.states = int(counts[subset_kernel.C_STATES])
-    counter.transitions = int(counts[subset_kernel.C_TRANSITIONS])
-    budget.used = int(counts[subset_kernel.C_USED])
+    status, value, accepting, table, seg_lo, seg_hi = subset_kernel.determinize(nfa, totals)
+    counter.states = int(totals[subset_kernel.C_STATES])
+    counter.transitions = int(totals[subset_kernel.C_TRANSITIONS])
+    budget.used = int(totals[subset_kernel.C_USED])
     what = f"the automaton of rule {rule}"
     if status == subset_kernel.OVER_STATES:
         check_limit("states", int(value), limits.states, what)
@@ -490,12 +472,7 @@ def _determinize_compiled(
         budget.charge(int(value), "subset construction")
     elif status == subset_kernel.OVER_BUDGET_CLOSURE:
         budget.charge(int(value), "epsilon closure")
-    return Table(
-        _filled(runs[:n_runs], int(n_states), arrays.seg_lo.size),
-        accepting[:n_states].copy(),
-        arrays.seg_lo,
-        arrays.seg_hi,
-    )
+    return Table(table, accepting, seg_lo, seg_hi)
 
 
 def adopt_table(table: Table, *, rule: str, limits: Limits, counter: Counter) -> Table:

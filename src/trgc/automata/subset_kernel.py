@@ -1,7 +1,7 @@
 """The subset construction of `dfa.determinize_table`, compiled with numba.
 
-Same input (the NFA's segment edges and epsilon edges as flat arrays), same output (the same
-states in the same order, the same table) and the same accounting: the budget is charged the
+Same input (the NFA's edges and epsilon edges, as flat arrays), same output (the same
+segments, the same states in the same order, the same table) and the same accounting: the budget is charged the
 same amounts in the same order, the states and transitions limits are checked at the same
 points, so a refusal is the same error with the same message. The kernel cannot raise those
 errors itself; it stops at the first charge or check that fails and reports it (`status`,
@@ -22,8 +22,13 @@ searches visited, counted with a stamp per NFA state.
 from __future__ import annotations
 
 import functools
+from itertools import chain
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from trgc.automata.nfa import Nfa
 
 # status of a run
 DONE, OVER_STATES, OVER_TRANSITIONS, OVER_BUDGET_ROWS, OVER_BUDGET_CLOSURE, NEED_ROOM = range(6)
@@ -520,6 +525,107 @@ def _rows(nfa, final, regs, counts, memo, pools, dstates, runs, scratch, met):
     return DONE, 0
 
 
+def _segments(lo, hi, target, counts):
+    """`dfa._segments` on the flat edges (`lo`, `hi`, `target`, `counts[q]` edges per state, in
+    state order): the segments' first and last atoms, each edge's first and last segment with
+    a state's edges sorted by (first, last, target), the states' edge offsets and widths, and
+    whether two edges of a state share a segment."""
+    m, n = lo.size, counts.size
+    points = np.empty(2 * m, dtype=np.int64)
+    points[:m] = lo
+    points[m:] = hi + 1
+    points.sort()
+    size = 0
+    for i in range(2 * m):
+        if i == 0 or points[i] != points[size - 1]:
+            points[size] = points[i]
+            size += 1
+    bounds = points[:size]
+    at_lo = np.searchsorted(bounds, lo)
+    past_hi = np.searchsorted(bounds, hi + 1)
+    depth = np.zeros(size + 1, dtype=np.int64)
+    for e in range(m):
+        depth[at_lo[e]] += 1
+        depth[past_hi[e]] -= 1
+    segment_at = np.empty(size, dtype=np.int64)
+    n_seg = 0
+    running = 0
+    for i in range(max(size - 1, 0)):  # elementary interval i: bounds[i] .. bounds[i + 1] - 1
+        running += depth[i]
+        segment_at[i] = n_seg if running > 0 else n_seg - 1
+        if running > 0:
+            n_seg += 1
+    seg_lo = np.empty(n_seg, dtype=np.int64)
+    seg_hi = np.empty(n_seg, dtype=np.int64)
+    running = 0
+    j = 0
+    for i in range(max(size - 1, 0)):
+        running += depth[i]
+        if running > 0:
+            seg_lo[j] = bounds[i]
+            seg_hi[j] = bounds[i + 1] - 1
+            j += 1
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    for q in range(n):
+        offsets[q + 1] = offsets[q] + counts[q]
+    first = np.empty(m, dtype=np.int64)
+    last = np.empty(m, dtype=np.int64)
+    target_sorted = np.empty(m, dtype=np.int64)
+    widths = np.zeros(n, dtype=np.int64)
+    overlapping = np.zeros(n, dtype=np.bool_)
+    keys = np.empty(m, dtype=np.int64)
+    order = np.empty(m, dtype=np.int64)
+    for q in range(n):
+        a, b = offsets[q], offsets[q + 1]
+        for e in range(a, b):
+            keys[e - a] = (segment_at[at_lo[e]] * n_seg + segment_at[past_hi[e] - 1]) * (n + 1)
+            keys[e - a] += target[e]
+            widths[q] += hi[e] - lo[e] + 1
+        _order(keys, b - a, order)
+        for i in range(b - a):
+            e = a + order[i]
+            first[a + i] = segment_at[at_lo[e]]
+            last[a + i] = segment_at[past_hi[e] - 1]
+            target_sorted[a + i] = target[e]
+            if i and first[a + i] <= last[a + i - 1]:
+                overlapping[q] = True
+    return seg_lo, seg_hi, first, last, target_sorted, offsets, widths, overlapping
+
+
+def _filled(runs, n_runs, n_states, n_seg):
+    """The dense table (int32[n_states, n_seg]) that `runs[:n_runs]` describe."""
+    table = np.full((n_states, n_seg), -1, dtype=np.int32)
+    for i in range(n_runs):
+        state, lo, length, target = runs[i, 0], runs[i, 1], runs[i, 2], runs[i, 3]
+        for j in range(lo, lo + length):
+            table[state, j] = target
+    return table
+
+
+def _whole(lo, hi, target, counts, eps_counts, eps_to, start, final, totals, room):
+    """From an NFA's flat edges to its DFA: the segments, the subset construction and the
+    table. Returns (status, value, accepting, table, first atoms, last atoms of the segments)."""
+    seg_lo, seg_hi, first, last, target_sorted, offsets, widths, overlapping = _segments(
+        lo, hi, target, counts
+    )
+    n = counts.size
+    eps_off = np.zeros(n + 1, dtype=np.int64)
+    for q in range(n):
+        eps_off[q + 1] = eps_off[q] + eps_counts[q]
+    important = counts > 0
+    important[final] = True
+    atoms_before = np.zeros(seg_lo.size + 1, dtype=np.int64)
+    for j in range(seg_lo.size):
+        atoms_before[j + 1] = atoms_before[j] + seg_hi[j] - seg_lo[j] + 1
+    nfa = (eps_off, eps_to, important, offsets, first, last, target_sorted, widths, overlapping,
+           atoms_before)  # fmt: skip
+    status, value, n_states, accepting, runs, n_runs = _determinize(nfa, start, final, totals, room)
+    if status != DONE:
+        return status, value, accepting[:0], np.empty((0, 0), dtype=np.int32), seg_lo, seg_hi
+    table = _filled(runs, n_runs, n_states, seg_lo.size)
+    return status, value, accepting[:n_states].copy(), table, seg_lo, seg_hi
+
+
 @functools.cache
 def _compiled():
     from numba import njit
@@ -528,11 +634,22 @@ def _compiled():
     # called per piece: inlined, or every call would count references to every array passed
     for helper in (_copy, _sort, _hash, _same, _find, _permute, _order, _search):
         globals()[helper.__name__] = njit(inline="always", **options)(helper)
-    for helper in (_grow, _rehash, _start, _rows):
+    for helper in (_grow, _rehash, _start, _rows, _determinize, _segments, _filled):
         globals()[helper.__name__] = njit(**options)(helper)
-    return njit(**options)(_determinize)
+    return njit(**options)(_whole)
 
 
-def run(nfa: tuple[np.ndarray, ...], *, start: int, final: int, counts: np.ndarray) -> tuple:
-    """`_determinize` compiled (the first call compiles it or loads it from numba's cache)."""
-    return _compiled()(nfa, start, final, counts, FIRST_ROOM)
+def determinize(nfa: Nfa, totals: np.ndarray) -> tuple:
+    """`_whole` compiled on `nfa` (the first call compiles it or loads it from numba's cache):
+    (status, value, accepting, table, segments' first atoms, last atoms), with `totals` (the
+    running totals and the budget, `C_*`) updated in place."""
+    counts = np.fromiter(map(len, nfa.edges), dtype=np.int64, count=nfa.n_states)
+    flat = np.fromiter(chain.from_iterable(chain.from_iterable(nfa.edges)), dtype=np.int64)
+    flat = flat.reshape(-1, 3)
+    eps_counts = np.fromiter(map(len, nfa.eps), dtype=np.int64, count=nfa.n_states)
+    eps_to = np.fromiter(chain.from_iterable(nfa.eps), dtype=np.int64)
+    return _compiled()(
+        np.ascontiguousarray(flat[:, 0]), np.ascontiguousarray(flat[:, 1]),
+        np.ascontiguousarray(flat[:, 2]), counts, eps_counts, eps_to, nfa.start, nfa.final,
+        totals, FIRST_ROOM,
+    )  # fmt: skip

@@ -325,10 +325,7 @@ def determinize_table(
     """The DFA of `nfa` by subset construction (reachable states only), as a Table.
 
     Where numba is loaded, `subset_kernel` runs the same construction compiled."""
-    # the kernel sorts edges by one int64 key of two segments and a state (segments are
-    # fewer than twice the edges)
-    edges = sum(map(len, nfa.edges))
-    if jit.enabled() and (2 * edges + 1) ** 2 * (nfa.n_states + 1) < 2**62:
+    if jit.enabled() and _fits_kernel(nfa):
         return _determinize_compiled(nfa, rule=rule, limits=limits, budget=budget, counter=counter)
     arrays = _segments(nfa)
     important = [bool(nfa.edges[q]) or q == nfa.final for q in range(nfa.n_states)]
@@ -449,6 +446,13 @@ def _filled(runs: np.ndarray, n_states: int, n_seg: int) -> np.ndarray:
         flat = np.repeat(starts - offsets, lengths) + np.arange(int(lengths.sum()), dtype=np.int64)
         table[flat] = np.repeat(runs[:, 3].astype(np.int32), lengths)
     return table.reshape(n_states, n_seg)
+
+
+def _fits_kernel(nfa: Nfa) -> bool:
+    """Whether the kernel's int64 sort key of two segments and a state cannot overflow
+    (segments are fewer than twice the edges). Counted only where the kernel may run."""
+    edges = sum(map(len, nfa.edges))
+    return (2 * edges + 1) ** 2 * (nfa.n_states + 1) < 2**62
 
 
 def _determinize_compiled(

@@ -27,6 +27,7 @@ from trgc.errors import TrgcError
 from trgc.limits import Budget, Limits
 
 SCHEMAS = sorted((Path(__file__).parents[1] / "schemas").glob("*.json"))
+GRAMMARS = sorted((Path(__file__).parents[1] / "grammars").glob("*.trg"))
 BENCH = CORPORA / "jsonschemabench"
 
 
@@ -105,8 +106,9 @@ def test_a_large_enum_row_of_thousands_of_targets():
         assert _outcome(nfa, True, Limits(), 10**9, monkeypatch) == python
 
 
-def _every_construction(monkeypatch, raw: bytes) -> int:
-    """Compile `raw` with every subset construction made both ways and compared (each machine,
+def _every_construction(monkeypatch, raw: bytes, compile_source=None) -> int:
+    """Compile `raw` (a schema, or what `compile_source` compiles) with every subset
+    construction made both ways and compared (each machine,
     product operand and piece); the number compared."""
     real = dfa.determinize_table
     compared = []
@@ -129,7 +131,10 @@ def _every_construction(monkeypatch, raw: bytes) -> int:
     for module in (machines, minimize):
         monkeypatch.setattr(module, "determinize_table", both)
     with contextlib.suppress(TrgcError):  # refusals are compared too
-        trgc.compile_schema(raw, separators="compact")
+        if compile_source is None:
+            trgc.compile_schema(raw, separators="compact")
+        else:
+            compile_source(raw)
     return len(compared)
 
 
@@ -147,6 +152,12 @@ def _attempt(real, nfa, rule, limits, budget, counter):
 def test_every_machine_of_the_shipped_schemas(monkeypatch, path):
     monkeypatch.setattr(subset_kernel, "FIRST_ROOM", 1)
     assert _every_construction(monkeypatch, path.read_bytes()) >= 1
+
+
+@pytest.mark.parametrize("path", GRAMMARS, ids=lambda p: p.name)
+def test_every_machine_of_the_shipped_grammars(monkeypatch, path):
+    monkeypatch.setattr(subset_kernel, "FIRST_ROOM", 1)
+    assert _every_construction(monkeypatch, path.read_bytes(), trgc.compile_grammar) >= 1
 
 
 @pytest.mark.skipif(not BENCH.is_dir(), reason=f"the JSONSchemaBench corpus is missing: {BENCH}")

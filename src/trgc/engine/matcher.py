@@ -134,6 +134,8 @@ class Matcher:
                                  strict=True):  # fmt: skip
             self._specials.setdefault(token, symbol)
         self._eos = frozenset(binding.eos_ids.tolist())
+        self._vocab_size = binding.vocab_size
+        self._byte_token = memoryview(binding.byte_token)  # items are bools, read per advance
         self._history: list[Config | None] = [START]
         self._entries: dict[int, FrameEntry] = {}  # top frame -> its entry (`_frame`)
         self.last_source = ""  # where the last mask came from: store, cache, frame, disk, walk
@@ -418,9 +420,9 @@ class Matcher:
     # -- moves ---------------------------------------------------------------------------
     def _next(self, token_id: int) -> Config | None | bool:
         """The configuration after `token_id` (None = terminated by EOS), False if refused."""
-        config = self.config
+        config = self._history[-1]
         b = self._binding
-        if config is None or not 0 <= token_id < b.vocab_size:
+        if config is None or not 0 <= token_id < self._vocab_size:
             return False
         # a grammar symbol first (see the special-token policy in binding.py)
         special = self._specials.get(token_id)
@@ -430,12 +432,13 @@ class Matcher:
                 return nxt
         if token_id in self._eos:
             return None if is_accepting(b.tables, config) else False
-        if special is not None or not b.byte_token[token_id]:
+        if special is not None or not self._byte_token[token_id]:
             return False
         data = b.token_bytes(token_id)
-        nxt = shift_bytes(b.tables, config, data)
+        tables = b.tables
+        nxt = shift_bytes(tables, config, data)
         if nxt is False:  # a call, return or restart on the way
-            nxt = step_bytes(b.tables, config, data)
+            nxt = step_bytes(tables, config, data)
         return False if nxt is None else nxt
 
     def advance(self, token_id: int) -> None:

@@ -919,18 +919,18 @@ def cold_mask(
             known_roots, new_words, words)  # fmt: skip
     while not cold(*args):
         cancellation_checkpoint()
-    return bool(sc[C_DIRECT])
+    return sc.item(C_DIRECT) != 0
 
 
 def computed_entry(scratch: Scratch) -> tuple[np.ndarray, int]:
     """(open roots, height) of the entry the last `cold_mask` without `known` walked."""
     sc = scratch.sc
-    n_open = int(sc[C_NOPEN])
+    n_open = sc.item(C_NOPEN)  # a Python int, without a numpy scalar on the way
     if not n_open:  # most cheap frames: one shared empty array
-        return _NO_ROOTS, int(sc[C_HEIGHT])
+        return _NO_ROOTS, sc.item(C_HEIGHT)
     roots = scratch.ro[1 : 1 + n_open].copy()
-    roots.flags.writeable = False
-    return roots, int(sc[C_HEIGHT])
+    roots.setflags(write=False)
+    return roots, sc.item(C_HEIGHT)
 
 
 def phases_run(scratch: Scratch) -> set[int]:

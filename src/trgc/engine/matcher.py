@@ -328,6 +328,7 @@ class Matcher:
                 fresh = np.empty(self._n_words, dtype=np.uint32)
         else:
             entry = self._frame(config[-1])
+        if entry is not None:
             alone = len(config) == 1 or not entry.open_roots.size  # nothing below is walked
             if alone and self._plain[top & STATE_MASK]:
                 below = 0 if len(config) == 1 else depth(binding.tables, config[:-1])
@@ -344,9 +345,9 @@ class Matcher:
         direct = cold_mask(scratch, keys, words, known, fresh)
         if fresh is not None:
             roots, height = computed_entry(scratch)
-            fresh.flags.writeable = False
+            fresh.setflags(write=False)
             entry = FrameEntry(fresh, roots, height)
-            self._cache.put(memory, entry, entry.nbytes)
+            self._cache.put(memory, entry, fresh.nbytes + roots.nbytes)
         if after is not None and PH_FULL not in phases_run(scratch):
             if direct:
                 words[:] = entry.accept

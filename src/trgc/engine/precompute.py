@@ -53,9 +53,13 @@ from trgc.limits import DEFAULT_LIMITS, Limits, check_limit
 Progress = Callable[[int, int], None]
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(eq=False, slots=True)
 class FrameEntry:
-    """What one top frame decides on its own: accepted words, open subtree roots, height."""
+    """What one top frame decides on its own: accepted words, open subtree roots, height.
+
+    Made for every frame a matcher walks (thousands per document), so a plain slotted class:
+    a frozen dataclass's `__init__` (one `object.__setattr__` per field) cost four times as
+    much. Nothing changes an entry once made; its arrays are read-only."""
 
     accept: np.ndarray  # uint32 words (read-only)
     open_roots: np.ndarray  # int32 trie nodes whose subtrees need the live stack

@@ -522,7 +522,8 @@ def make_engines(names, raw, table, open_objects: bool, warm) -> dict:
 
 
 def run_engines(engines: dict, cases, hf, profile: str | None):
-    """Every engine in turn on each case (after a warm-up each); (results, profiler)."""
+    """Every engine in turn on each case (after a warm-up each); (results, profiler). With
+    `profile`, the runs of trgc are profiled, or trgc-warm's when it runs without trgc."""
     gc.collect()
     gc.freeze()
     for name, engine in engines.items():
@@ -533,7 +534,8 @@ def run_engines(engines: dict, cases, hf, profile: str | None):
                 engine.disk.stats = type(engine.disk.stats)()  # count the measured run only
     results: dict = {n: [] if not isinstance(e, str) else e for n, e in engines.items()}
     profiler = None
-    if profile:
+    profiled = "trgc" if "trgc" in engines else "trgc-warm"
+    if profile and not isinstance(engines.get(profiled, "absent"), str):
         import cProfile
 
         profiler = cProfile.Profile()
@@ -543,7 +545,7 @@ def run_engines(engines: dict, cases, hf, profile: str | None):
         for name, engine in engines.items():
             if isinstance(engine, str):
                 continue
-            if profiler is not None and name == "trgc":
+            if profiler is not None and name == profiled:
                 outcome = profiler.runcall(run_case, engine, case)
             else:
                 outcome = run_case(engine, case)
@@ -668,7 +670,7 @@ def main() -> None:
                         "(trgc open_objects, XGrammar strict_mode=False; llguidance always does)")  # fmt: skip
     parser.add_argument("--json", action="store_true", help="print the raw numbers as JSON")
     parser.add_argument("--save", metavar="FILE", help="also write the raw numbers to FILE")
-    parser.add_argument("--profile", metavar="FILE", help="cProfile trgc's runs into FILE and "
+    parser.add_argument("--profile", metavar="FILE", help="cProfile trgc's runs (trgc-warm's without trgc) into FILE and "
                         "print the top functions on stderr (slows trgc down: not for timing)")  # fmt: skip
     parser.add_argument("--worker", choices=("populate",), help=argparse.SUPPRESS)
     parser.add_argument("--work", help=argparse.SUPPRESS)

@@ -446,7 +446,6 @@ def test_mask_forms_round_trip_and_fill_a_dirty_row(k):
     form, end = maskform.decode(data, 0, n_words)
     assert end == len(data)
     assert isinstance(form, maskform.Sparse) == (2 * k < n_words)
-    assert type(maskform.as_form(words)) is type(form)
     assert (form.words() == words).all()
     buffer = rng.integers(-(2**31), 2**31, size=(3, n_words), dtype=np.int64).astype(np.int32)
     before = buffer.copy()

@@ -106,7 +106,7 @@ def encode_store(n_words: int, masks: dict) -> bytes:
     counts = np.empty(len(distinct), dtype="<u4")
     positions, values, dense = [], [], []
     for m, words in enumerate(distinct):
-        nonzero = np.flatnonzero(words)
+        nonzero = maskform.nonzero_positions(words)
         if 2 * nonzero.size < n_words:
             counts[m] = nonzero.size
             positions.append(nonzero.astype("<u4"))
@@ -417,12 +417,16 @@ class MaskStore:
 
     def add(self, key: MaskKey, words: np.ndarray) -> None:
         """Keep a mask computed now and schedule a republication (unless one is pending or
-        the store is full)."""
+        the store is full). It is kept as a view of `words` (read-only, and held by the
+        matcher's cache as well), not in its stored form: choosing and making that (a scan and,
+        for a sparse mask, its position and value arrays) cost 5-9 us on every mask computed
+        with a disk cache, twice what the mask often cost; `encode_store` chooses it when the
+        store is written, in the publisher's thread."""
         if self.pending:
             self.load_rest()
         if len(self.masks) >= MAX_CONFIGS:
             return
-        form = self.masks[key] = maskform.as_form(words)
+        form = self.masks[key] = maskform.Dense.of(words)
         if key == START:
             self._publish_start(form)
         if not self._publishing:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from functools import lru_cache
 from pathlib import Path
@@ -11,6 +12,20 @@ import jsonschema
 import trgc
 
 CORPORA = Path(__file__).resolve().parents[1].parent / "shared" / "corpora"
+# the ten JSONSchemaBench subsets of the visible corpus (its directory names)
+BENCH_SUBSETS = ("Github_trivial", "Github_easy", "Github_medium", "Github_hard", "Glaiveai2K",
+                 "JsonSchemaStore", "Kubernetes", "MCPspec", "Snowplow", "WashingtonPost")  # fmt: skip
+
+
+def compile_ignoring_refusals(raw: bytes, compile_source=None) -> None:
+    """Compile `raw` as a schema (compact separators), or with `compile_source`, for what a
+    differential test observes on the way; a refusal ends it quietly (the test compares
+    refusals itself)."""
+    with contextlib.suppress(trgc.TrgcError):
+        if compile_source is None:
+            trgc.compile_schema(raw, separators="compact")
+        else:
+            compile_source(raw)
 
 
 @lru_cache(maxsize=256)

@@ -6,7 +6,6 @@ every undone row is exercised. And the rule for when it runs: only where numba i
 
 from __future__ import annotations
 
-import contextlib
 import random
 from pathlib import Path
 
@@ -17,7 +16,7 @@ from hypothesis import strategies as st
 import trgc
 import trgc.automata.machines as machines
 import trgc.automata.minimize as minimize
-from schema_helpers import CORPORA
+from schema_helpers import BENCH_SUBSETS, CORPORA, compile_ignoring_refusals
 from test_automata_fastpaths import random_nfa
 from test_layers import _printed
 from trgc.automata import dfa, jit, subset_kernel
@@ -130,11 +129,7 @@ def _every_construction(monkeypatch, raw: bytes, compile_source=None) -> int:
 
     for module in (machines, minimize):
         monkeypatch.setattr(module, "determinize_table", both)
-    with contextlib.suppress(TrgcError):  # refusals are compared too
-        if compile_source is None:
-            trgc.compile_schema(raw, separators="compact")
-        else:
-            compile_source(raw)
+    compile_ignoring_refusals(raw, compile_source)  # refusals are compared in `both`
     return len(compared)
 
 
@@ -161,9 +156,7 @@ def test_every_machine_of_the_shipped_grammars(monkeypatch, path):
 
 
 @pytest.mark.skipif(not BENCH.is_dir(), reason=f"the JSONSchemaBench corpus is missing: {BENCH}")
-@pytest.mark.parametrize("subset", ["Github_trivial", "Github_easy", "Github_medium",
-                                    "Github_hard", "Glaiveai2K", "JsonSchemaStore",
-                                    "Kubernetes", "MCPspec", "Snowplow", "WashingtonPost"])  # fmt: skip
+@pytest.mark.parametrize("subset", BENCH_SUBSETS)
 def test_every_machine_of_real_schemas(monkeypatch, subset):
     """Fifteen schemas of each subset (every machine, product operand and piece), the arrays
     one item large at first."""

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from trgc.automata import jit, minimize_kernel
 from trgc.automata.dfa import NONE, Counter, Dfa, Table, determinize_table
 from trgc.automata.graph import bfs_order, csr, edge_pairs
 from trgc.automata.grouping import group_rows, multipliers, sort_groups
@@ -258,15 +259,22 @@ def minimize_table(table: Table, budget: Budget) -> Table:
     """The minimal DFA equivalent to `table` (all states assumed reachable), BFS-numbered.
 
     Refinement runs over the distinct columns only (`distinct_columns`); the budget is
-    charged as for the whole table."""
+    charged as for the whole table. A table below `CHAIN_CHECK_STATES` states is minimised
+    by `minimize_kernel` where the compiler's kernels run (`jit.enabled()`) and its rounds
+    settle; the same table and charges."""
     n = table.n_states
+    kept = distinct_columns(table.next)
+    has = table.next >= 0
+    saved = int(np.count_nonzero(has)) - int(np.count_nonzero(has[:, kept]))
+    narrow = table.with_next(np.ascontiguousarray(table.next[:, kept]))
+    if 0 < n < CHAIN_CHECK_STATES and jit.enabled():
+        found = _minimize_compiled(table, narrow, saved, budget)
+        if found is not None:
+            return found
     block = np.empty(n + 1, dtype=np.int64)
     block[:n] = table.accepting
     block[n] = -1
-    kept = distinct_columns(table.next)
-    has = table.next >= 0
-    budget.charge(int(np.count_nonzero(has)) - int(np.count_nonzero(has[:, kept])), "minimisation")
-    narrow = table.with_next(np.ascontiguousarray(table.next[:, kept]))
+    budget.charge(saved, "minimisation")
     # a chain longer than the rounds would make them all run in vain: a large table whose
     # finite states form more levels than that classifies them first
     levels = _finite_levels(narrow, budget) if n >= CHAIN_CHECK_STATES else None
@@ -290,6 +298,23 @@ def minimize_table(table: Table, budget: Budget) -> Table:
     rows = table.next[representative]
     merged = table.with_next(quotient[np.where(rows < 0, n, rows)], table.accepting[representative])
     return renumber_table(merged, int(quotient[0]))
+
+
+def _minimize_compiled(table: Table, narrow: Table, saved: int, budget: Budget) -> Table | None:
+    """`minimize_table` by `minimize_kernel`, charging what the Python path charges in the
+    same order (the distinct columns' saving, the states and transitions, one per round);
+    None, with nothing charged, when its rounds do not settle or fail the check."""
+    status, rounds, entries, next_table, accepting = minimize_kernel.minimize(
+        narrow.next, np.ascontiguousarray(table.next), table.accepting,
+        multipliers(narrow.next.shape[1] + 1), MOORE_ROUNDS,
+    )  # fmt: skip
+    if status != minimize_kernel.SETTLED:
+        return None
+    budget.charge(saved, "minimisation")
+    budget.charge(int(entries), "minimisation")
+    for _ in range(rounds):
+        budget.charge(1, "minimisation")
+    return table.with_next(next_table, accepting)
 
 
 def minimize(dfa: Dfa, budget: Budget) -> Dfa:

@@ -1,0 +1,185 @@
+"""The compiled minimisation (`automata/minimize_kernel.py`) against the Python path of
+`minimize.minimize_table`: the same table, acceptance and segments, the same budget used and
+the same refusal (code and message), on random tables (long chains among them, which the
+kernel leaves to the Python path) and on every minimisation of real schemas and grammars."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import trgc
+import trgc.automata.boolean as boolean
+import trgc.automata.machines as machines
+import trgc.automata.minimize as minimize
+from schema_helpers import BENCH_SUBSETS, CORPORA, compile_ignoring_refusals
+from trgc.automata import jit, minimize_kernel
+from trgc.automata.dfa import Table
+from trgc.errors import TrgcError
+from trgc.limits import Budget
+
+SCHEMAS = sorted((Path(__file__).parents[1] / "schemas").glob("*.json"))
+GRAMMARS = sorted((Path(__file__).parents[1] / "grammars").glob("*.trg"))
+BENCH = CORPORA / "jsonschemabench"
+MINIMIZE_TABLE = minimize.minimize_table  # the real one, before any test replaces it
+
+
+def _outcome(table: Table, kernel: bool, budget: int, monkeypatch) -> tuple:
+    """Everything `minimize_table` gives or raises, with the kernels on or off."""
+    monkeypatch.setattr(jit, "FORCE", kernel)
+    spent = Budget(budget)
+    spent.used = 5  # charged before, by other stages
+    try:
+        found = minimize.minimize_table(table, spent)
+    except TrgcError as exc:
+        result: tuple = (exc.code, str(exc))
+    else:
+        result = (found.next.tolist(), found.accepting.tolist(), found.seg_lo.tolist(),
+                  found.seg_hi.tolist(), found.next.dtype, found.accepting.dtype)  # fmt: skip
+    return result, spent.used
+
+
+def random_table(rng: random.Random, n: int, k: int) -> Table:
+    """A table of `n` states (all reachable from 0 through a spanning chain of random
+    columns) over `k` segments, with random further transitions and acceptance; few
+    distinct targets so that many states are equivalent."""
+    nxt = np.full((n, k), -1, dtype=np.int32)
+    for s in range(1, n):
+        nxt[rng.randrange(s), rng.randrange(k)] = s
+    density = rng.random()
+    for s in range(n):
+        for c in range(k):
+            if nxt[s, c] < 0 and rng.random() < density:
+                nxt[s, c] = rng.randrange(n) if rng.random() < 0.5 else rng.randrange(min(n, 3))
+    if rng.random() < 0.3:  # a duplicated column (the distinct-column saving)
+        nxt[:, rng.randrange(k)] = nxt[:, rng.randrange(k)]
+    accepting = np.array([rng.random() < 0.4 for _ in range(n)], dtype=bool)
+    accepting[rng.randrange(n)] = True
+    lo = np.arange(k, dtype=np.int64) * 2
+    return Table(nxt, accepting, lo, lo + 1)
+
+
+@settings(max_examples=400, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 60), k=st.integers(1, 6))
+def test_the_kernel_is_the_python_minimisation(seed, n, k):
+    rng = random.Random(seed)
+    table = random_table(rng, n, k)
+    budget = rng.randint(1, 400) if rng.random() < 0.4 else 10**9
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        python = _outcome(table, False, budget, monkeypatch)
+        assert _outcome(table, True, budget, monkeypatch) == python
+
+
+def test_random_cases_reach_both_paths_and_the_budget():
+    """The random tables above reach what they should: minimal tables the kernel settles,
+    tables it leaves to the Python path (more levels than `MOORE_ROUNDS`), and the budget
+    refused at each kind of charge."""
+    statuses, refusals = set(), set()
+    rng = random.Random(11)
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        for _ in range(400):
+            table = random_table(rng, rng.randint(1, 60), rng.randint(1, 6))
+            statuses.add(_kernel_status(table))
+            budget = rng.randint(1, 200)
+            result, used = _outcome(table, True, budget, monkeypatch)
+            if result[0] == "E_LIMIT_OPERATIONS":
+                refusals.add(min(used - 5, 3))  # at the saving/entries charge, or a round
+            assert _outcome(table, False, budget, monkeypatch) == (result, used)
+        chain = _chain(120)  # one round per state: the rounds cannot settle in 48
+        statuses.add(_kernel_status(chain))
+        assert _outcome(chain, True, 10**9, monkeypatch) == _outcome(chain, False, 10**9,
+                                                                     monkeypatch)  # fmt: skip
+    assert statuses == {minimize_kernel.SETTLED, minimize_kernel.UNSETTLED}
+    assert len(refusals) >= 2
+
+
+def test_hash_collisions_are_caught_by_the_check(monkeypatch):
+    """With multipliers that make most words collide, the rounds merge states that differ:
+    the check must see it, and the kernel then leaves the table to the Python path (whose
+    Hopcroft refinement gives the true minimal table), so both agree again."""
+    monkeypatch.setattr(minimize, "multipliers", lambda width: np.ones(width, dtype=np.uint64))
+    rng = random.Random(5)
+    unsettled = 0
+    for _ in range(200):
+        table = random_table(rng, rng.randint(2, 40), rng.randint(1, 4))
+        unsettled += _kernel_status(table) == minimize_kernel.UNSETTLED
+        assert _outcome(table, True, 10**9, monkeypatch) == _outcome(table, False, 10**9,
+                                                                     monkeypatch)  # fmt: skip
+    assert unsettled > 20
+
+
+def _chain(n: int) -> Table:
+    """0 -> 1 -> ... -> n-1 on one segment, the last state accepting: nothing to merge."""
+    nxt = np.full((n, 1), -1, dtype=np.int32)
+    nxt[:-1, 0] = np.arange(1, n, dtype=np.int32)
+    accepting = np.zeros(n, dtype=bool)
+    accepting[-1] = True
+    return Table(nxt, accepting, np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64))
+
+
+def _kernel_status(table: Table) -> int:
+    kept = minimize.distinct_columns(table.next)
+    narrow = np.ascontiguousarray(table.next[:, kept])
+    return minimize_kernel.minimize(narrow, table.next, table.accepting,
+                                    minimize.multipliers(narrow.shape[1] + 1),
+                                    minimize.MOORE_ROUNDS)[0]  # fmt: skip
+
+
+def _every_minimisation(monkeypatch, raw: bytes, compile_source=None) -> int:
+    """Compile `raw` (a schema, or what `compile_source` compiles) with every minimisation
+    made both ways and compared (machines, their trimmed tables, product operands and
+    pieces); the number compared."""
+    real = MINIMIZE_TABLE
+    compared = []
+
+    def both(table, budget):
+        before = budget.used
+        monkeypatch.setattr(jit, "FORCE", False)
+        python = _attempt(real, table, budget)
+        after, budget.used = budget.used, before
+        monkeypatch.setattr(jit, "FORCE", True)
+        kernel = _attempt(real, table, budget)
+        assert budget.used == after
+        assert kernel[1] == python[1]
+        compared.append(table.n_states)
+        if python[0] is not None:
+            raise python[0]
+        return python[2]
+
+    for module in (machines, minimize, boolean):  # minimal_table's too, through minimize
+        monkeypatch.setattr(module, "minimize_table", both)
+    compile_ignoring_refusals(raw, compile_source)  # refusals are compared in `both`
+    return len(compared)
+
+
+def _attempt(real, table, budget):
+    try:
+        found = real(table, budget)
+    except TrgcError as exc:
+        return exc, (exc.code, str(exc)), None
+    key = (found.next.tolist(), found.accepting.tolist(), found.seg_lo.tolist(),
+           found.seg_hi.tolist(), found.next.dtype)  # fmt: skip
+    return None, key, found
+
+
+@pytest.mark.parametrize("path", SCHEMAS, ids=lambda p: p.name)
+def test_every_minimisation_of_the_shipped_schemas(monkeypatch, path):
+    assert _every_minimisation(monkeypatch, path.read_bytes()) >= 1
+
+
+@pytest.mark.parametrize("path", GRAMMARS, ids=lambda p: p.name)
+def test_every_minimisation_of_the_shipped_grammars(monkeypatch, path):
+    assert _every_minimisation(monkeypatch, path.read_bytes(), trgc.compile_grammar) >= 1
+
+
+@pytest.mark.skipif(not BENCH.is_dir(), reason=f"the JSONSchemaBench corpus is missing: {BENCH}")
+@pytest.mark.parametrize("subset", BENCH_SUBSETS)
+def test_every_minimisation_of_real_schemas(monkeypatch, subset):
+    """Fifteen schemas of each subset, every minimisation both ways."""
+    paths = sorted((BENCH / subset).glob("*.json"))[:15]
+    assert sum(_every_minimisation(monkeypatch, p.read_bytes()) for p in paths) > 0

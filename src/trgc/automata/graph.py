@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from trgc.automata import graph_kernel, jit
 from trgc.automata.grouping import sort_groups
 
 
@@ -64,7 +65,10 @@ def bfs_order(next_table: np.ndarray, start: int = 0) -> np.ndarray:
 
 
 def coreachable(next_table: np.ndarray, goal: np.ndarray) -> np.ndarray:
-    """bool[n]: the states from which some state with `goal` set is reachable."""
+    """bool[n]: the states from which some state with `goal` set is reachable (compiled by
+    `graph_kernel` where the compiler's kernels run)."""
+    if jit.enabled():
+        return graph_kernel.coreachable(next_table, goal)
     n = next_table.shape[0]
     sources, targets = edge_pairs(next_table)
     offsets, preds = csr(targets, sources, n)

@@ -27,6 +27,8 @@ from trgc.grammar.charclass import normalize
 NFA_STATE_FACTOR = 4
 # automata.nfa.EXPAND_STATES: a repetition whose copies would need more NFA states is counted
 EXPAND_STATES = 64
+# the NFA states a node of these kinds adds itself (ALT, CLASS, SPECIAL, REF: 2)
+_OWN_STATES = {Kind.EMPTY: 1, Kind.SEQ: 0}
 
 
 class Builder:
@@ -72,9 +74,15 @@ class Builder:
             )
 
     def _add(self, kind: Kind, own: int, children: tuple[int, ...] = (), payload=None) -> int:
-        """Append a node whose own NFA cost is `own` (on top of its children's)."""
-        self.check_room(own, "the grammar built from the schema")
-        node = self.grammar.add(kind, 0, 0, children, payload)
+        """Append a node whose own NFA cost is `own` (on top of its children's). Made for
+        every node of the lowering (hundreds per schema), so `check_room` and `Grammar.add`
+        are inlined: a call each was a fifth of the lowering's time."""
+        limit = self.max_states
+        if limit is not None and self.states + own > limit:
+            self.check_room(own, "the grammar built from the schema")
+        nodes = self.grammar.nodes
+        nodes.append(Node(kind, 0, 0, children, payload))
+        node = len(nodes) - 1
         self.states += own
         cost = self._cost
         for child in children:
@@ -163,8 +171,7 @@ class Builder:
             # above); the compiler counts instead of copying past EXPAND_STATES copied states
             own = 2 if counted or copied > EXPAND_STATES else copied + 2
             return self._add(kind, own, children, payload)
-        own = {Kind.EMPTY: 1, Kind.SEQ: 0}.get(kind, 2)  # ALT, CLASS, SPECIAL, REF: 2
-        return self._add(kind, own, children, payload)
+        return self._add(kind, _OWN_STATES.get(kind, 2), children, payload)
 
     def suffix(self, node: int) -> int:
         """`node`, marked as placed at the end of several branches (`Grammar.suffixes`)."""

@@ -69,12 +69,13 @@ def build_alphabet(grammar: Grammar, recursive_rules: tuple[str, ...]) -> Alphab
     specials: set[str] = set()
     class_seqs: dict[int, list] = {}
     by_payload: dict[tuple, list] = {}  # schemas repeat the same few classes many times
-    for index, node in enumerate(grammar.nodes):
-        if node.kind == Kind.LITERAL:
-            starts.update(node.payload)
-            starts.update(b + 1 for b in node.payload)
-        elif node.kind == Kind.CLASS:
-            ranges = tuple(node.payload)
+    literal, char_class, special = Kind.LITERAL, Kind.CLASS, Kind.SPECIAL  # read once
+    for index, (kind, _, _, _, payload) in enumerate(grammar.nodes):
+        if kind == literal:
+            starts.update(payload)
+            starts.update(b + 1 for b in payload)
+        elif kind == char_class:
+            ranges = tuple(payload)
             seqs = by_payload.get(ranges)
             if seqs is None:
                 seqs = by_payload[ranges] = utf8_sequences(ranges)
@@ -83,8 +84,8 @@ def build_alphabet(grammar: Grammar, recursive_rules: tuple[str, ...]) -> Alphab
                         starts.add(lo)
                         starts.add(hi + 1)
             class_seqs[index] = seqs
-        elif node.kind == Kind.SPECIAL:
-            specials.add(node.payload)
+        elif kind == special:
+            specials.add(payload)
     starts.discard(256)
     atom_lo = tuple(sorted(starts))
     atom_of_byte = []

@@ -99,11 +99,13 @@ def _whole(narrow, full, accepting, weights, max_rounds):
     # the check: every state agrees with the first of its block on acceptance and on the
     # block of each transition (-1 for none)
     leader = np.full(n + 1, -1, dtype=np.int64)  # block value (at most n) -> its first state
-    first_of = np.empty(n, dtype=np.int64)  # dense block id -> its first state
+    ids = np.empty(n + 1, dtype=np.int64)  # block value -> dense id, by first state
+    first_of = np.empty(n, dtype=np.int64)  # dense id -> its first state
     m = 0
     for s in range(n):
         if leader[block[s]] < 0:
             leader[block[s]] = s
+            ids[block[s]] = m
             first_of[m] = s
             m += 1
     for s in range(n):
@@ -114,9 +116,6 @@ def _whole(narrow, full, accepting, weights, max_rounds):
             a, b = narrow[s, c], narrow[lead, c]
             if (block[a] if a >= 0 else -1) != (block[b] if b >= 0 else -1):
                 return UNSETTLED, rounds, charged, none_next, none_accepting
-    ids = np.full(n + 1, -1, dtype=np.int64)  # block value -> dense id
-    for g in range(m):
-        ids[block[first_of[g]]] = g
     group = np.empty(n, dtype=np.int64)  # state -> dense block id
     for s in range(n):
         group[s] = ids[block[s]]

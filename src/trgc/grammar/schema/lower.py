@@ -1710,11 +1710,8 @@ class Lowering(Combinators, ArrayKeywords, MemberOrder):
         `ObjectMeta`, `Time`, ...), multiplies the start machine past the state limit. A small
         target without references of its own stays inlined (a call costs more than its copy);
         the compiler inlines a shared rule again when that is needed for the predictive check."""
-        nodes = self.grammar.nodes
-        ref = Kind.REF
-        if not any(node.kind == ref for node in nodes):  # no `$ref` left: nothing to share
-            return  # (the walk below counts paths, many more than nodes where branches meet)
         uses: dict[str, int] = {}
+        nodes = self.grammar.nodes
         # a body merged into an equal rule still counts its references: a definition used
         # from both copies stays shared (inlined into the one rule, it would be a second
         # copy of a machine that other shared rules already hold)

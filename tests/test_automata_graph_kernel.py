@@ -12,12 +12,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import trgc
 import trgc.automata.graph as graph
 import trgc.automata.predictive as predictive
 from schema_helpers import BENCH_SUBSETS, CORPORA, compile_ignoring_refusals
 from trgc.automata import jit
 
 SCHEMAS = sorted((Path(__file__).parents[1] / "schemas").glob("*.json"))
+GRAMMARS = sorted((Path(__file__).parents[1] / "grammars").glob("*.trg"))
 BENCH = CORPORA / "jsonschemabench"
 COREACHABLE = graph.coreachable  # the real one, before any test replaces it
 
@@ -58,9 +60,10 @@ def test_a_long_chain_back_to_its_start():
     assert not live[:1001].any() and live[1001:].all()
 
 
-def _every_search(monkeypatch, raw: bytes) -> int:
-    """Compile `raw` with every co-reachability search of the productivity analysis made
-    both ways and compared; the number compared."""
+def _every_search(monkeypatch, raw: bytes, compile_source=None) -> int:
+    """Compile `raw` (a schema, or what `compile_source` compiles) with every
+    co-reachability search of the productivity analysis made both ways and compared; the
+    number compared."""
     compared = []
 
     def both(next_table, goal):
@@ -68,13 +71,18 @@ def _every_search(monkeypatch, raw: bytes) -> int:
         return _both(monkeypatch, next_table, goal)
 
     monkeypatch.setattr(predictive, "coreachable", both)
-    compile_ignoring_refusals(raw)
+    compile_ignoring_refusals(raw, compile_source)
     return len(compared)
 
 
 @pytest.mark.parametrize("path", SCHEMAS, ids=lambda p: p.name)
 def test_every_search_of_the_shipped_schemas(monkeypatch, path):
     assert _every_search(monkeypatch, path.read_bytes()) >= 1
+
+
+@pytest.mark.parametrize("path", GRAMMARS, ids=lambda p: p.name)
+def test_every_search_of_the_shipped_grammars(monkeypatch, path):
+    assert _every_search(monkeypatch, path.read_bytes(), trgc.compile_grammar) >= 1
 
 
 @pytest.mark.skipif(not BENCH.is_dir(), reason=f"the JSONSchemaBench corpus is missing: {BENCH}")

@@ -1,6 +1,7 @@
-"""The compiled co-reachability search (`automata/graph_kernel.py`) against the Python search
-of `graph.coreachable`, on random graphs (self-loops, cycles, unreachable parts, duplicate
-edges, no goal at all) and on every search the productivity analysis makes for real schemas."""
+"""The compiled searches of `automata/graph_kernel.py` against the Python searches of
+`graph.coreachable` and `graph.bfs_order`, on random graphs (self-loops, cycles, unreachable
+parts, duplicate edges, no goal at all) and on every search a compilation of real schemas and
+grammars makes (the productivity analysis, every renumbering)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 
 import trgc
 import trgc.automata.graph as graph
+import trgc.automata.minimize as minimize
 import trgc.automata.predictive as predictive
 from schema_helpers import BENCH_SUBSETS, CORPORA, compile_ignoring_refusals
 from trgc.automata import jit
@@ -21,15 +23,24 @@ from trgc.automata import jit
 SCHEMAS = sorted((Path(__file__).parents[1] / "schemas").glob("*.json"))
 GRAMMARS = sorted((Path(__file__).parents[1] / "grammars").glob("*.trg"))
 BENCH = CORPORA / "jsonschemabench"
-COREACHABLE = graph.coreachable  # the real one, before any test replaces it
+COREACHABLE = graph.coreachable  # the real ones, before any test replaces them
+BFS_ORDER = graph.bfs_order
 
 
 def _both(monkeypatch, next_table: np.ndarray, goal: np.ndarray) -> np.ndarray:
+    return _compared(monkeypatch, COREACHABLE, np.bool_, next_table, goal)
+
+
+def _compared(monkeypatch, search, dtype, *args) -> np.ndarray:
+    """`search(*args)` with the kernels off and on: the same answer, of `dtype`; the kernel
+    setting is left as it was."""
+    before = jit.FORCE
     monkeypatch.setattr(jit, "FORCE", False)
-    python = COREACHABLE(next_table, goal)
+    python = search(*args)
     monkeypatch.setattr(jit, "FORCE", True)
-    kernel = COREACHABLE(next_table, goal)
-    assert kernel.dtype == python.dtype == np.bool_
+    kernel = search(*args)
+    monkeypatch.setattr(jit, "FORCE", before)
+    assert kernel.dtype == python.dtype == dtype
     assert kernel.tolist() == python.tolist()
     return python
 
@@ -44,6 +55,18 @@ def test_the_kernel_is_the_python_search(seed, n, k):
     goal = np.array([rng.random() < goals for _ in range(n)], dtype=bool)
     with pytest.MonkeyPatch.context() as monkeypatch:
         _both(monkeypatch, next_table, goal)
+
+
+@settings(max_examples=400, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 50), k=st.integers(1, 6))
+def test_the_compiled_breadth_first_order_is_the_python_one(seed, n, k):
+    rng = random.Random(seed)
+    density = rng.random()
+    next_table = np.array([[rng.randrange(n) if rng.random() < density else -1 for _ in range(k)]
+                           for _ in range(n)], dtype=rng.choice([np.int32, np.int64]))  # fmt: skip
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        order = _compared(monkeypatch, BFS_ORDER, np.int64, next_table, rng.randrange(n))
+    assert len(set(order.tolist())) == order.size
 
 
 def test_a_long_chain_back_to_its_start():
@@ -61,18 +84,24 @@ def test_a_long_chain_back_to_its_start():
 
 
 def _every_search(monkeypatch, raw: bytes, compile_source=None) -> int:
-    """Compile `raw` (a schema, or what `compile_source` compiles) with every
-    co-reachability search of the productivity analysis made both ways and compared; the
-    number compared."""
-    compared = []
+    """Compile `raw` (a schema, or what `compile_source` compiles) on the Python path, with
+    every co-reachability search of the productivity analysis and every breadth-first
+    renumbering made both ways and compared; the number of each compared (the least)."""
+    compared = {"coreachable": 0, "bfs_order": 0}
 
     def both(next_table, goal):
-        compared.append(next_table.shape[0])
+        compared["coreachable"] += 1
         return _both(monkeypatch, next_table, goal)
 
+    def bfs_both(next_table, start=0):
+        compared["bfs_order"] += 1
+        return _compared(monkeypatch, BFS_ORDER, np.int64, next_table, start)
+
+    monkeypatch.setattr(jit, "FORCE", False)  # the renumberings the kernels would replace
     monkeypatch.setattr(predictive, "coreachable", both)
+    monkeypatch.setattr(minimize, "bfs_order", bfs_both)
     compile_ignoring_refusals(raw, compile_source)
-    return len(compared)
+    return min(compared.values())
 
 
 @pytest.mark.parametrize("path", SCHEMAS, ids=lambda p: p.name)

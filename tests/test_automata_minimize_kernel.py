@@ -5,6 +5,7 @@ kernel leaves to the Python path) and on every minimisation of real schemas and 
 
 from __future__ import annotations
 
+import itertools
 import random
 from pathlib import Path
 
@@ -132,8 +133,8 @@ def _kernel_status(table: Table) -> int:
 
 def _every_minimisation(monkeypatch, raw: bytes, compile_source=None) -> int:
     """Compile `raw` (a schema, or what `compile_source` compiles) with every minimisation
-    made both ways and compared (machines, their trimmed tables, product operands and
-    pieces); the number compared."""
+    made both ways and compared (machines, their trimmed tables and product operands); the
+    number compared."""
     real = MINIMIZE_TABLE
     compared = []
 
@@ -183,3 +184,119 @@ def test_every_minimisation_of_real_schemas(monkeypatch, subset):
     """Fifteen schemas of each subset, every minimisation both ways."""
     paths = sorted((BENCH / subset).glob("*.json"))[:15]
     assert sum(_every_minimisation(monkeypatch, p.read_bytes()) for p in paths) > 0
+
+
+def _cycle_chain(n: int, k: int, rng: random.Random) -> Table:
+    """A chain 0 -> ... -> n-1 whose last state loops back to a random earlier one, with a
+    few random side transitions: every state reaches a cycle (none is finite), so the rounds
+    need about one round per state and only Hopcroft's refinement settles it."""
+    nxt = np.full((n, k), -1, dtype=np.int32)
+    nxt[:-1, 0] = np.arange(1, n, dtype=np.int32)
+    nxt[-1, 0] = rng.randrange(n)
+    for _ in range(n // 20):
+        nxt[rng.randrange(n), rng.randrange(1, k)] = rng.randrange(n)
+    accepting = np.zeros(n, dtype=bool)
+    accepting[rng.sample(range(n), min(n, 3))] = True
+    lo = np.arange(k, dtype=np.int64) * 2
+    return Table(nxt, accepting, lo, lo + 1)
+
+
+def _large_table(rng: random.Random) -> Table:
+    """A table of 512 states or more (`CHAIN_CHECK_STATES`): random, a finite chain longer
+    than `MOORE_ROUNDS` with random tables above it, or a chain reaching a cycle."""
+    n = rng.randint(minimize.CHAIN_CHECK_STATES, 1500)
+    shape = rng.choice(("random", "chain", "cycle"))
+    if shape == "cycle":
+        return _cycle_chain(n, rng.randint(2, 4), rng)
+    table = random_table(rng, n, rng.randint(1, 5))
+    if shape == "chain":  # the last third becomes a finite chain, entered from the rest
+        nxt = table.next.copy()
+        tail = n - n // 3
+        nxt[tail:] = -1
+        nxt[tail:-1, 0] = np.arange(tail + 1, n, dtype=np.int32)
+        nxt[:tail][nxt[:tail] >= tail] = tail
+        table = table.with_next(nxt, table.accepting)
+    return table
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_large_tables_take_the_compiled_steps(seed):
+    """Above `CHAIN_CHECK_STATES` the Python path runs with its finite levels, their classes,
+    the quotient and the distinct columns compiled (the rounds stay numpy's there): the same
+    table, budget used and refusals as with every step in Python."""
+    rng = random.Random(seed)
+    table = _large_table(rng)
+    budget = rng.randint(1, 6000) if rng.random() < 0.3 else 10**9
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        python = _outcome(table, False, budget, monkeypatch)
+        assert _outcome(table, True, budget, monkeypatch) == python
+
+
+def _steps(table: Table, kernel: bool, monkeypatch) -> tuple:
+    """The Python path's steps one by one (distinct columns, finite levels, their classes,
+    the rounds from there), with the kernels on or off: what each gives and charges."""
+    monkeypatch.setattr(jit, "FORCE", kernel)
+    budget = Budget(10**9)
+    kept = minimize.distinct_columns(table.next)
+    narrow = table.with_next(np.ascontiguousarray(table.next[:, kept]))
+    levels = minimize._finite_levels(narrow, budget)
+    if isinstance(levels, list):
+        flat = [list(level) for level in levels]
+    else:
+        bounds = levels.bounds.tolist()
+        flat = [levels.states[a:b].tolist() for a, b in itertools.pairwise(bounds)]
+    charged = [budget.used]
+    block = np.empty(table.n_states + 1, dtype=np.int64)
+    block[-1] = -1
+    minimize._finite_classes(narrow, block, budget, levels)
+    classes = block.tolist()
+    settled = minimize._moore(narrow, block, budget)
+    charged.append(budget.used)
+    return kept.tolist(), kept.dtype, flat, classes, settled, block.tolist(), charged
+
+
+@settings(max_examples=300, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 200), k=st.integers(1, 6),
+       collide=st.booleans())  # fmt: skip
+def test_each_compiled_step_is_its_python_step(seed, n, k, collide):
+    """Step by step, word for word: the same kept columns, levels in the same order, classes
+    numbered alike, rounds ending on the same blocks, the same charges. The blocks must be
+    equal (not only the partition) because Hopcroft's refinement, which may follow, charges
+    in an order that depends on how blocks are numbered. With `collide`, every multiplier is
+    1, so the kernels' hashes of columns and of class keys collide often and only their full
+    comparisons keep them right."""
+    rng = random.Random(seed)
+    table = _cycle_chain(n, k + 1, rng) if rng.random() < 0.3 else random_table(rng, n, k)
+    if rng.random() < 0.3:  # finite chains hanging below the rest
+        nxt = table.next.copy()
+        nxt[n // 2 :][nxt[n // 2 :] < n // 2] = -1
+        table = table.with_next(nxt, table.accepting)
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        if collide:
+            monkeypatch.setattr(minimize, "multipliers", lambda w: np.ones(w, dtype=np.uint64))
+        assert _steps(table, True, monkeypatch) == _steps(table, False, monkeypatch)
+
+
+def test_the_large_cases_reach_every_path(monkeypatch):
+    """The large tables above reach each branch of the Python path: more finite levels than
+    rounds (classes first), rounds that do not settle (classes after), and Hopcroft."""
+    reached = set()
+    real_hopcroft, real_classes = minimize._hopcroft, minimize._finite_classes
+
+    def hopcroft(*args):
+        reached.add("hopcroft")
+        return real_hopcroft(*args)
+
+    def classes(table, block, budget, levels=None):
+        reached.add("classes after rounds" if levels is None or len(levels) <= 48 else
+                    "classes first")  # fmt: skip
+        return real_classes(table, block, budget, levels)
+
+    monkeypatch.setattr(minimize, "_hopcroft", hopcroft)
+    monkeypatch.setattr(minimize, "_finite_classes", classes)
+    monkeypatch.setattr(jit, "FORCE", True)
+    rng = random.Random(3)
+    for _ in range(30):
+        minimize.minimize_table(_large_table(rng), Budget(10**9))
+    assert reached == {"hopcroft", "classes first", "classes after rounds"}

@@ -47,7 +47,10 @@ def gather(offsets: np.ndarray, values: np.ndarray, keys: np.ndarray) -> np.ndar
 
 
 def bfs_order(next_table: np.ndarray, start: int = 0) -> np.ndarray:
-    """States reachable from `start`, breadth-first, each state's targets in column order."""
+    """States reachable from `start`, breadth-first, each state's targets in column order
+    (compiled by `graph_kernel` where the compiler's kernels run)."""
+    if jit.enabled():
+        return graph_kernel.bfs_order(next_table, start)
     n = next_table.shape[0]
     sources, targets = edge_pairs(next_table)
     offsets, adjacent = csr(sources, targets, n)

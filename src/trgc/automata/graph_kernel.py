@@ -55,13 +55,41 @@ def _coreachable(next_table, goal):
     return live
 
 
+def _bfs_order(next_table, start):
+    """int64[]: the states reachable from `start`, breadth-first, each state's targets in
+    column order."""
+    n, k = next_table.shape
+    seen = np.zeros(n, dtype=np.bool_)
+    queue = np.empty(n, dtype=np.int64)
+    seen[start] = True
+    queue[0] = start
+    size = 1
+    head = 0
+    while head < size:
+        s = queue[head]
+        head += 1
+        for c in range(k):
+            t = next_table[s, c]
+            if t >= 0 and not seen[t]:
+                seen[t] = True
+                queue[size] = t
+                size += 1
+    return queue[:size].copy()
+
+
 @functools.cache
-def _compiled():
+def _compiled() -> dict:
     from numba import njit
 
-    return njit(cache=True, nogil=True)(_coreachable)
+    options = {"cache": True, "nogil": True}
+    return {f.__name__: njit(**options)(f) for f in (_coreachable, _bfs_order)}
 
 
 def coreachable(next_table: np.ndarray, goal: np.ndarray) -> np.ndarray:
     """`_coreachable` compiled (the first call compiles it or loads it from numba's cache)."""
-    return _compiled()(next_table, goal)
+    return _compiled()["_coreachable"](next_table, goal)
+
+
+def bfs_order(next_table: np.ndarray, start: int) -> np.ndarray:
+    """`_bfs_order` compiled."""
+    return _compiled()["_bfs_order"](next_table, start)

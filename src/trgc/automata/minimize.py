@@ -65,6 +65,14 @@ def _moore(table: Table, block: np.ndarray, budget: Budget) -> bool:
     True when they reached the coarsest stable partition."""
     next_table = table.next
     n, k = next_table.shape
+    if jit.enabled() and 0 < n < CHAIN_CHECK_STATES:
+        status, rounds, entries = minimize_kernel.rounds(
+            next_table, table.accepting, multipliers(k + 1), MOORE_ROUNDS, block
+        )
+        budget.charge(entries, "minimisation")
+        for _ in range(rounds):
+            budget.charge(1, "minimisation")
+        return status == minimize_kernel.SETTLED
     states, cols = np.nonzero(next_table >= 0)
     # one entry per state (its own block) followed by one per transition, grouped by state
     per_state = np.bincount(states, minlength=n) + 1
@@ -116,11 +124,15 @@ WIDE_LEVEL = 8
 CHAIN_CHECK_STATES = 512
 
 
-def _finite_levels(table: Table, budget: Budget) -> list[list[int]]:
+def _finite_levels(table: Table, budget: Budget) -> list[list[int]] | minimize_kernel.Levels:
     """The *finite* states, those from which no cycle is reachable, in levels of reverse
     topological order (Kahn's algorithm on successor counts): a level is the states whose
     successors are all in earlier levels, so a level is the states of one longest-path
     length (to a state without transitions)."""
+    if jit.enabled():
+        levels, entries = minimize_kernel.levels(table.next)
+        budget.charge(entries, "minimisation")
+        return levels
     n = table.n_states
     sources, targets = edge_pairs(table.next)
     budget.charge(n + int(sources.size), "minimisation")
@@ -142,7 +154,10 @@ def _finite_levels(table: Table, budget: Budget) -> list[list[int]]:
 
 
 def _finite_classes(
-    table: Table, block: np.ndarray, budget: Budget, levels: list[list[int]] | None = None
+    table: Table,
+    block: np.ndarray,
+    budget: Budget,
+    levels: list[list[int]] | minimize_kernel.Levels | None = None,
 ) -> None:
     """The partition to refine from when rounds do not settle (`block`, int64[n + 1], in
     place): the exact classes of the finite states (`_finite_levels`, computed unless given),
@@ -159,6 +174,10 @@ def _finite_classes(
     n = table.n_states
     if levels is None:
         levels = _finite_levels(table, budget)
+    if isinstance(levels, minimize_kernel.Levels):
+        weights = multipliers(table.next.shape[1] + 1)
+        minimize_kernel.classes(table.next, table.accepting, levels, weights, block)
+        return
     accepting = table.accepting.tolist()
     targets = np.where(table.next < 0, n, table.next)
     label = np.full(n + 1, -1, dtype=np.int64)  # label[n]: no transition
@@ -248,6 +267,8 @@ def distinct_columns(next_table: np.ndarray) -> np.ndarray:
     ascending. Two states agree on every column iff they agree on these: a repeated column
     (segments every state treats alike, common in products and wide classes) or an empty one
     adds nothing to a signature, so refinement over these finds the same partition."""
+    if jit.enabled():
+        return minimize_kernel.distinct_columns(next_table, multipliers(1)[0])
     used = np.nonzero((next_table >= 0).any(axis=0))[0]
     if used.size < 2:
         return used
@@ -259,9 +280,10 @@ def minimize_table(table: Table, budget: Budget) -> Table:
     """The minimal DFA equivalent to `table` (all states assumed reachable), BFS-numbered.
 
     Refinement runs over the distinct columns only (`distinct_columns`); the budget is
-    charged as for the whole table. A table below `CHAIN_CHECK_STATES` states is minimised
-    by `minimize_kernel` where the compiler's kernels run (`jit.enabled()`) and its rounds
-    settle; the same table and charges."""
+    charged as for the whole table. Where the compiler's kernels run (`jit.enabled()`) a
+    table below `CHAIN_CHECK_STATES` states whose rounds settle is minimised by
+    `minimize_kernel` in one call, and the steps of this path other than the rounds of a
+    large table are its compiled steps; the same table and charges."""
     n = table.n_states
     kept = distinct_columns(table.next)
     has = table.next >= 0
@@ -293,6 +315,9 @@ def minimize_table(table: Table, budget: Budget) -> Table:
         # acceptance (a collision may have merged across) and refine it exactly
         block[:n] = block[:n] * 2 + table.accepting
         _hopcroft(narrow, block, budget)
+    if jit.enabled():
+        next_table, accepting = minimize_kernel.quotient(table.next, table.accepting, block)
+        return table.with_next(next_table, accepting)
     representative, quotient = sort_groups(block[:n])
     quotient = np.append(quotient.astype(np.int32), np.int32(NONE))
     rows = table.next[representative]
@@ -341,8 +366,8 @@ def renumber(dfa: Dfa, start: int = 0) -> Dfa:
 
 
 def minimal_table(nfa: Nfa, *, what: str, limits: Limits, budget: Budget) -> Table:
-    """The minimal DFA of an NFA built apart (an operand of a product, a piece of a machine):
-    its subset construction is checked against `limits.states` on its own, not toward the
-    running totals of the machines."""
+    """The minimal DFA of an NFA built apart (an operand of a product): its subset
+    construction is checked against `limits.states` on its own, not toward the running
+    totals of the machines."""
     table = determinize_table(nfa, rule=what, limits=limits, budget=budget, counter=Counter())
     return minimize_table(table, budget)

@@ -89,9 +89,10 @@ def test_an_equal_product_is_built_once_and_charged_as_built(monkeypatch):
     # inlined once per position a member can take)
     assert 1 <= single < single_plain
     assert shared_built == single  # the three later copies took the first one's products
-    # without the memo too: the four member-name regions are equal, so they are one shared
-    # rule (`Lowering._shared_rule`), built once
-    assert plain_built == single_plain
+    # without the memo each of the four objects builds its own (their member-name regions
+    # are one shared rule, `Lowering._shared_rule`, but a rule that is not a machine is
+    # inlined where it is used)
+    assert plain_built == 4 * single_plain
 
 
 def test_products_refuse_at_every_operations_limit_as_rebuilt_ones_do(monkeypatch):

@@ -1,8 +1,8 @@
 """A value per AST node computed from its parts' values, memoised, without recursion.
 
 Grammars nest deeper than Python's recursion limit, so the passes that need a bottom-up value
-per node (the nodes a piece would build, a node's certain first bytes, the shared rules it
-calls first) walk an explicit stack in post-order. Each pass says what a node's parts are
+per node (a node's certain first bytes, the shared rules it calls first) walk an explicit
+stack in post-order. Each pass says what a node's parts are
 (its children, an inlined rule's body, nothing) and how their values combine.
 """
 

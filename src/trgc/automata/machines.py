@@ -28,7 +28,6 @@ from trgc.automata.foresight import certain_conflicts
 from trgc.automata.grouping import sort_groups
 from trgc.automata.minimize import minimize_table
 from trgc.automata.nfa import RuleInfo, build_nfa, is_plain
-from trgc.automata.pieces import PieceMemo
 from trgc.automata.predictive import (
     Conflicts,
     Resolved,
@@ -232,13 +231,6 @@ def _attempt(
     memo = MachineMemo(limits, budget, counter, frozenset(repeats.values()))
     structure = StructureKeys(grammar, repeats, info.expand)
     products = ProductMemo(structure, budget, carried.products_over(alphabet))
-    pieces = PieceMemo(
-        grammar,
-        structure,
-        lambda rule: None if info.is_machine(rule) else grammar.rules[info.index[rule]].body,
-        budget,
-        frozenset(repeats.values()),
-    )
     dfas: dict[str, Table] = {}
     specials_of: dict[str, frozenset[str]] = {}
     pending = [start]
@@ -268,7 +260,6 @@ def _attempt(
                 budget=budget,
                 root=spec.root,
                 products=products,
-                pieces=pieces,
             )
             if nfa.table is not None:  # one product, already minimal
                 table = adopt_table(nfa.table, rule=name, limits=limits, counter=counter)

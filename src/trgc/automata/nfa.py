@@ -14,11 +14,10 @@ Joins: `(c (s m)?) | m` and `(c s m) | m` with the *same node* `m` in both place
 trj-1 lowering writes an optional member so: first, or after the members before it and a
 comma) build `m` once, entered from the start or after `s`, its exit the alternation's exit:
 the language of two copies. A list join `x (s x)*` with one node `x` in both places (an
-array's items) builds `x` once, left to the exit or through `s` back into `x`. Pieces
-(`pieces.py`): a subtree equal to another of the same machine is built apart once, and its
-minimal DFA spliced at each. Both only save work; the builder keeps the NFA states they saved
-in `hidden` (`Nfa.in_place`), so that the state limit and the choice between counting and
-copying a repetition are those of the plain build.
+array's items) builds `x` once, left to the exit or through `s` back into `x`. Joins only save
+work; the builder keeps the NFA states they saved in `hidden` (`Nfa.in_place`), so that the
+state limit and the choice between counting and copying a repetition are those of the plain
+build.
 
 Suffixes: a node the lowering marked (`Grammar.suffixes`: the free digits that end many
 branches of an integer range) is built once per *region*, the part of the tree whose ends all
@@ -51,7 +50,6 @@ from trgc.limits import Budget, Limits, check_limit
 
 if TYPE_CHECKING:
     from trgc.automata.dfa import Table
-    from trgc.automata.pieces import PieceMemo
     from trgc.automata.reuse import ProductMemo
 
 # An NFA is allowed this many times the DFA state limit (NFAs carry many epsilon states).
@@ -83,7 +81,7 @@ class Nfa:
     edges: list[Sequence[tuple[int, int, int]]]
     start: int
     final: int
-    hidden: int = 0  # states its joins and pieces saved (`_Builder.hidden`)
+    hidden: int = 0  # states its joins and suffixes saved (`_Builder.hidden`)
     # the minimal DFA this NFA is, spliced (a machine whose body is an AND node: its
     # subset construction and minimisation would give this table back)
     table: Table | None = None
@@ -94,7 +92,7 @@ class Nfa:
 
     @property
     def in_place(self) -> int:
-        """The states it would have with every join and piece built in place."""
+        """The states it would have with every join and suffix built in place."""
         return len(self.eps) + self.hidden
 
 
@@ -155,13 +153,10 @@ class _Builder:
         *,
         expand_all: bool = False,
         products: ProductMemo | None = None,
-        pieces: PieceMemo | None = None,
     ):
         self.grammar = grammar
         self.expand_all = expand_all
         self.products = products
-        self.pieces = pieces
-        self.chosen: frozenset[int] = frozenset()  # the nodes built as pieces (`pieces.py`)
         self.info = info
         self.alphabet = alphabet
         self.budget = budget
@@ -177,8 +172,8 @@ class _Builder:
         # which machines a retry that inlines rules or copies repetitions leaves unchanged
         self.refs_met: set[str] = set()
         self.repeats_met: set[int] = set()
-        # NFA states the joins and pieces saved: limits and the choice between counting and
-        # copying see the NFA as if every joined node were built twice and every piece in place
+        # NFA states the joins and suffixes saved: limits and the choice between counting and
+        # copying see the NFA as if every joined node and suffix were built in place
         self.hidden = 0
         # suffixes (`Grammar.suffixes`) built so far: (node, region) -> (entry, exit, NFA
         # states in place, operations charged); a region is the part of the tree whose
@@ -274,9 +269,7 @@ class _Builder:
                     stack.append(("suffix", node_id, region, *mark))
                 node = nodes[node_id]
                 kind = node.kind
-                if node_id in self.chosen:
-                    results.append(self._piece(node_id, node))
-                elif kind == Kind.EMPTY or (kind in (Kind.SEQ, Kind.ALT) and not node.children):
+                if kind == Kind.EMPTY or (kind in (Kind.SEQ, Kind.ALT) and not node.children):
                     self._reserve(1, node.line, node.column)
                     s = self._new()
                     results.append((s, s))
@@ -382,7 +375,7 @@ class _Builder:
             else:
                 _, node_id, mark, hidden = item
                 child = results.pop()
-                hidden = self.hidden - hidden  # what the body's joins and pieces saved
+                hidden = self.hidden - hidden  # what the body's joins and suffixes saved
                 name = self._counted_name(node_id, mark, hidden)
                 if name is None:
                     results.append(self._repeat(nodes[node_id], mark, hidden, child))
@@ -482,7 +475,7 @@ class _Builder:
 
     def _counted_name(self, node_id: int, mark: int, hidden: int) -> str | None:
         """The machine name when repetition `node_id`, whose body was just built from state
-        `mark` on (and whose joins and pieces saved `hidden` more), is to be counted; None
+        `mark` on (and whose joins and suffixes saved `hidden` more), is to be counted; None
         when it is copied."""
         repeats = self.info.repeats or {}
         name = repeats.get(node_id)
@@ -544,8 +537,8 @@ class _Builder:
         return self._splice(dfa, node)
 
     def _sub(self, *, expand_all: bool = False) -> _Builder:
-        """A builder of its own for a part built apart (an operand, a piece), over the same
-        grammar, alphabet, limits, budget and products, planning no pieces."""
+        """A builder of its own for a part built apart (an operand of a product), over the
+        same grammar, alphabet, limits, budget and products."""
         return _Builder(
             self.grammar,
             self.info,
@@ -556,35 +549,6 @@ class _Builder:
             expand_all=expand_all,
             products=self.products,
         )
-
-    def _piece(self, node_id: int, node) -> tuple[int, int]:
-        """A subtree planned as a piece (`pieces.py`): its minimal DFA, built by a builder of
-        its own the first time an equal subtree is met in this attempt, spliced in."""
-        from trgc.automata.minimize import minimal_table
-        from trgc.automata.pieces import Piece
-
-        assert self.pieces is not None
-        piece = self.pieces.reuse(node_id)
-        if piece is None:
-            before = self.budget.used
-            sub = self._sub()
-            nfa = sub.build(node_id)
-            piece = Piece(
-                minimal_table(nfa, what=self.rule, limits=self.limits, budget=self.budget),
-                frozenset(sub.specials_used),
-                frozenset(sub.calls_used),
-                frozenset(sub.refs_met),
-                frozenset(sub.repeats_met),
-                nfa.in_place,
-                self.budget.used - before,
-            )
-            self.pieces.keep(node_id, piece)
-        self.specials_used |= piece.specials
-        self.calls_used |= piece.calls
-        self.refs_met |= piece.refs
-        self.repeats_met |= piece.repeats
-        self.hidden += piece.nfa_states - (piece.table.n_states + 1)
-        return self._splice(piece.table, node)
 
     def _splice(self, dfa: Table, node) -> tuple[int, int]:
         """A DFA as a fragment: its states, then a fresh exit after the accepting ones. The
@@ -696,7 +660,7 @@ class _Builder:
 
     def _repeat(self, node, mark: int, hidden: int, child: tuple[int, int]) -> tuple[int, int]:
         """`child{low,high}` from the child's state range [mark, len) copied as a template
-        (each copy saves the `hidden` states its joins and pieces saved)."""
+        (each copy saves the `hidden` states its joins and suffixes saved)."""
         low, high = node.payload[:2]
         count = high if high is not None else max(low, 1)
         size = len(self.eps) - mark
@@ -743,7 +707,6 @@ def build_nfa(
     budget: Budget,
     root: int | None = None,
     products: ProductMemo | None = None,
-    pieces: PieceMemo | None = None,
 ) -> tuple[Nfa, frozenset[str], frozenset[str], Depends]:
     """The NFA of machine `rule`: the body of that rule, or the subtree at `root` (a counted
     repetition's body), with non-recursive references inlined. `products` shares the
@@ -751,15 +714,11 @@ def build_nfa(
 
     Returns the NFA, the special names it uses, the machines it calls and what it depends on.
     """
-    builder = _Builder(
-        grammar, info, alphabet, limits, budget, rule, products=products, pieces=pieces
-    )
+    builder = _Builder(grammar, info, alphabet, limits, budget, rule, products=products)
     if root is None:
         root = grammar.rules[info.index[rule]].body
-    if pieces is not None:
-        builder.chosen = pieces.plan(root)
     nfa = builder.build(root)
-    if grammar.nodes[root].kind == Kind.AND and root not in builder.chosen:
+    if grammar.nodes[root].kind == Kind.AND:
         nfa.table = builder.spliced
     depends = Depends(frozenset(builder.refs_met), frozenset(builder.repeats_met))
     return nfa, frozenset(builder.specials_used), frozenset(builder.calls_used), depends

@@ -1,6 +1,6 @@
-"""The lowering's node builder: a stamped subtree (`Builder.stamp`, the string body's unit) is
-exactly what building it again gives: the same arena, the same projected states, and at the
-state bound the same refusal."""
+"""The lowering's node builder: a stamped subtree (`Builder.stamp`: the string body's unit,
+an integer range, an unbounded number) is exactly what building it again gives: the same
+arena and suffix marks, the same projected states, and at the state bound the same refusal."""
 
 from __future__ import annotations
 
@@ -21,6 +21,11 @@ SCHEMA = {
         "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 3},
         "meta": {"type": "object", "additionalProperties": {"type": "string"}},
         "kind": {"anyOf": [{"type": "string", "minLength": 2}, {"type": "integer"}]},
+        "count": {"type": "integer"},
+        "age": {"type": "integer", "minimum": 0, "maximum": 150},
+        "ages": {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 150}},
+        "x": {"type": "number"},
+        "y": {"type": "number"},
     },
     "required": ["name"],
 }
@@ -36,7 +41,7 @@ def _lower(states: int | None = None):
         grammar = lower_schema(json.loads(json.dumps(SCHEMA)), limits=limits)
     except TrgcError as error:
         return ("refused", error.code, error.message)
-    return ("lowered", grammar.nodes, grammar.rules)
+    return ("lowered", grammar.nodes, grammar.rules, sorted(grammar.suffixes))
 
 
 def test_stamped_units_build_the_same_arena(monkeypatch):
@@ -45,9 +50,18 @@ def test_stamped_units_build_the_same_arena(monkeypatch):
     plain = _lower()
     assert stamped[0] == "lowered"
     assert stamped == plain
-    # the schema has several strings, so some units were copies, not builds
+    # the schema has several strings, integers and numbers, so some were copies, not builds
     raw = normalize(list(RAW_RANGES))
     assert sum(1 for node in stamped[1] if node.payload == raw) >= 5
+    assert len(stamped[3]) >= 2  # the default integer's shared suffixes, marked in each copy
+    copied = []
+    real = Builder.stamp
+    monkeypatch.setattr(Builder, "stamp", lambda self, key, build: (copied.append(key) or
+                                                                    real(self, key, build)))  # fmt: skip
+    _lower()
+    assert copied.count("number") == 2
+    assert copied.count(("integer", 0, 150)) == 2
+    assert copied.count(("integer", -(2**53 - 1), 2**53 - 1)) == 2
 
 
 def test_the_state_bound_refuses_where_a_plain_build_does(monkeypatch):

@@ -17,7 +17,7 @@ automaton cannot fit is stopped after work proportional to the limit, not to the
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 
 from trgc.errors import TrgcError
 from trgc.grammar.ast import Grammar, Kind, Node
@@ -90,7 +90,7 @@ class Builder:
         cost[node] = own
         return node
 
-    def stamp(self, key: str, build: Callable[[Builder], int]) -> int:
+    def stamp(self, key: Hashable, build: Callable[[Builder], int]) -> int:
         """A fresh copy of the subtree `build(self)` makes, built once per builder and then
         appended as a whole: the same nodes, in the same order, with the same costs as a new
         build (so the arena, and the artifact, are what calling `build` would give). `build`

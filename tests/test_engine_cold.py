@@ -11,9 +11,10 @@ must equal the bare kernel's full walk on the whole vocabulary and the reference
 sample of tokens (on the whole vocabulary at one step of each walk): on the hand-built
 fixtures (every token checked, special tokens, a stack at `max_depth`, stacks that stepping
 never reaches whose lower frames cannot complete), on every shipped
-grammar and schema and on JSONSchemaBench schemas with their valid instances, over the bundled
-Llama-3 table and the GPT-2, Qwen3 and Mistral tables of `../shared` when present. Each
-branch of `_cold` must have been compared at least once.
+grammar and schema, on JSONSchemaBench schemas with their valid instances and on recursive
+schemas compiled with a small `max_depth` and forced to it, over the bundled Llama-3 table
+and the GPT-2, Qwen3 and Mistral tables of `../shared` when present. Each branch of `_cold`
+must have been compared at least once, on the fixtures and on every real table.
 """
 
 from __future__ import annotations
@@ -220,7 +221,26 @@ def cases() -> tuple[tuple[str, object, bytes | None], ...]:
         out.append((path.name, trgc.compile_schema(path.read_bytes(), separators="compact"), None))
     for name, schema, doc in SHARED_TAIL[:1] + tuple(bench_cases()[:FORCED_CASES]):
         out.append((name, trgc.compile_schema(schema, separators="compact"), doc))
+    for name, schema, doc in DEEP:
+        art = trgc.compile_schema(schema, separators="compact", max_depth=DEEP_MAX)
+        out += [(name, art, doc), (name + "-walk", art, None)]
     return tuple(out)
+
+
+# recursive schemas compiled with a small `max_depth`, forced through a document that fills the
+# stack to it exactly (one level more is refused) and walked at random: masks at and next to
+# `max_depth` on real vocabularies (the `full` branch)
+DEEP_MAX = 3
+DEEP = (
+    ("nested-arrays", {"type": "array", "items": {"$ref": "#"}}, b"[[[]]]"),
+    ("tree", {"$ref": "#/$defs/t", "$defs": {"t": {"type": "object", "properties": {
+        "c": {"type": "array", "items": {"$ref": "#/$defs/t"}}}}}}, b'{"c":[{"c":[]}]}'),
+    # a counted array (two items at least) whose items may nest: a frame that must take more
+    # items before it returns needs more depth than one that may return (`NEED_MORE`)
+    ("nested-pairs", {"type": "array", "minItems": 2, "maxItems": 5,
+                      "items": {"anyOf": [{"$ref": "#"}, {"type": "integer"}]}},
+     b"[1,2]"),
+)  # fmt: skip
 
 
 @pytest.mark.parametrize("name", sorted(TABLES))
@@ -256,4 +276,4 @@ def test_cold_masks_equal_the_reference_on_real_vocabularies(name):
                 choices = choices[lengths <= 2]
             walker.advance(int(rng.choice(choices)))
     assert forced > 50
-    assert {"frame", "roots given", "roots walked", "symbols", "direct"} <= seen, seen
+    assert {"frame", "roots given", "roots walked", "full", "symbols", "direct"} <= seen, seen

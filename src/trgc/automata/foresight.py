@@ -21,11 +21,23 @@ from __future__ import annotations
 
 from trgc.automata.fold import fold
 from trgc.automata.nfa import is_plain
-from trgc.grammar.ast import Grammar, Kind
+from trgc.grammar.ast import (
+    K_ALT,
+    K_AND,
+    K_CLASS,
+    K_EMPTY,
+    K_LITERAL,
+    K_NOT,
+    K_REF,
+    K_REPEAT,
+    K_SEQ,
+    K_SPECIAL,
+    Grammar,
+)
 from trgc.limits import Budget
 
 _NOTHING: frozenset = frozenset()
-_READS = frozenset((Kind.LITERAL, Kind.CLASS, Kind.EMPTY, Kind.SPECIAL, Kind.AND, Kind.NOT))
+_READS = frozenset((K_LITERAL, K_CLASS, K_EMPTY, K_SPECIAL, K_AND, K_NOT))
 
 
 def certain_conflicts(
@@ -46,7 +58,7 @@ def certain_conflicts(
     leading = _Leading(grammar, rule_index, budget, shared, called)
     choices = []  # (choice, the shared rules each alternative calls first)
     for i, node in enumerate(nodes):
-        if node.kind == Kind.ALT:
+        if node.kind == K_ALT:
             calls = [_NOTHING if _reads(nodes, c) else leading.of(c) for c in node.children]
             if any(calls):
                 choices.append((i, calls))
@@ -78,10 +90,10 @@ def _reached(grammar: Grammar, rule_index: dict[str, int], start: str, budget: B
     todo = list(seen)
     while todo:
         node = nodes[todo.pop()]
-        if node.kind in (Kind.AND, Kind.NOT):
+        if node.kind in (K_AND, K_NOT):
             continue
         nexts = node.children
-        if node.kind == Kind.REF:
+        if node.kind == K_REF:
             nexts = (rules[rule_index[node.payload]].body,)
         for c in nexts:
             if c not in seen:
@@ -125,17 +137,17 @@ class _Leading(_Pass):
     def _parts(self, node_id: int) -> tuple[int, ...]:
         node = self.grammar.nodes[node_id]
         kind = node.kind
-        if kind == Kind.REF:
+        if kind == K_REF:
             return () if node.payload in self.called else (self._body(node.payload),)
-        if kind == Kind.SEQ:
+        if kind == K_SEQ:
             return node.children[:1]
-        if kind == Kind.ALT or (kind == Kind.REPEAT and _plain(node)):
+        if kind == K_ALT or (kind == K_REPEAT and _plain(node)):
             return node.children
         return ()
 
     def _combine(self, node_id: int, parts: list) -> frozenset[str]:
         node = self.grammar.nodes[node_id]
-        if node.kind == Kind.REF and node.payload in self.shared:
+        if node.kind == K_REF and node.payload in self.shared:
             return frozenset((node.payload,))
         return frozenset().union(*parts) if parts else _NOTHING
 
@@ -145,7 +157,7 @@ def _reads(nodes: list, node_id: int) -> bool:
     first item, followed down sequences, is a literal, a class, ε or a product (the common
     alternative, an object member, is answered here without solving)."""
     head = nodes[node_id]
-    while head.kind == Kind.SEQ and head.children:
+    while head.kind == K_SEQ and head.children:
         head = nodes[head.children[0]]
     return head.kind in _READS
 
@@ -164,29 +176,29 @@ class _First(_Pass):
 
     def _parts(self, node_id: int) -> tuple[int, ...]:
         node = self.grammar.nodes[node_id]
-        if node.kind in (Kind.AND, Kind.NOT):
+        if node.kind in (K_AND, K_NOT):
             return ()
-        return (self._body(node.payload),) if node.kind == Kind.REF else node.children
+        return (self._body(node.payload),) if node.kind == K_REF else node.children
 
     def _combine(self, node_id: int, parts: list) -> tuple[bool, frozenset[int]]:
         node = self.grammar.nodes[node_id]
         kind = node.kind
-        if kind in (Kind.EMPTY, Kind.SPECIAL):
+        if kind in (K_EMPTY, K_SPECIAL):
             return True, _NOTHING
-        if kind == Kind.LITERAL:
+        if kind == K_LITERAL:
             return True, frozenset((node.payload[0],))
-        if kind == Kind.CLASS:
+        if kind == K_CLASS:
             return bool(node.payload), _class_heads(node.payload)
-        if kind == Kind.REF:
+        if kind == K_REF:
             return parts[0]
-        if kind == Kind.SEQ:
+        if kind == K_SEQ:
             if not all(ok for ok, _ in parts):
                 return False, _NOTHING
             return True, parts[0][1] if parts else _NOTHING
-        if kind == Kind.ALT:
+        if kind == K_ALT:
             heads = [h for ok, h in parts if ok]
             return bool(heads), frozenset().union(*heads)
-        if kind == Kind.REPEAT:
+        if kind == K_REPEAT:
             low, high = node.payload[0], node.payload[1]
             ok, heads = parts[0]  # type: ignore[misc]
             if high == 0:

@@ -40,7 +40,7 @@ from trgc.automata.predictive import (
 )
 from trgc.automata.reuse import Carried, MachineMemo, ProductMemo, StructureKeys
 from trgc.errors import Span, TrgcError
-from trgc.grammar.ast import Grammar, Kind, Rule
+from trgc.grammar.ast import K_REPEAT, Grammar, Rule
 from trgc.limits import Budget, Limits, check_limit
 
 NO_ACTION = NONE
@@ -171,7 +171,7 @@ def _owners(grammar: Grammar, rule_index: dict[str, int], budget: Budget) -> dic
             node_id = stack.pop()
             budget.charge(1, "machine planning")
             node = grammar.nodes[node_id]
-            if node.kind == Kind.REPEAT and node_id not in owners:
+            if node.kind == K_REPEAT and node_id not in owners:
                 owners[node_id] = name
             stack.extend(node.children)
     return owners

@@ -45,7 +45,19 @@ import numpy as np
 
 from trgc.automata.alphabet import Alphabet
 from trgc.errors import Span, TrgcError
-from trgc.grammar.ast import Grammar, Kind
+from trgc.grammar.ast import (
+    K_ALT,
+    K_AND,
+    K_CLASS,
+    K_EMPTY,
+    K_LITERAL,
+    K_REF,
+    K_REPEAT,
+    K_SEQ,
+    K_SPECIAL,
+    Grammar,
+    Kind,
+)
 from trgc.limits import Budget, Limits, check_limit
 
 if TYPE_CHECKING:
@@ -269,26 +281,26 @@ class _Builder:
                     stack.append(("suffix", node_id, region, *mark))
                 node = nodes[node_id]
                 kind = node.kind
-                if kind == Kind.EMPTY or (kind in (Kind.SEQ, Kind.ALT) and not node.children):
+                if kind == K_EMPTY or (kind in (K_SEQ, K_ALT) and not node.children):
                     self._reserve(1, node.line, node.column)
                     s = self._new()
                     results.append((s, s))
-                elif kind == Kind.LITERAL:
+                elif kind == K_LITERAL:
                     data: bytes = node.payload
                     self._reserve(len(data) + 1, node.line, node.column)
                     results.append(self._literal(data))
-                elif kind == Kind.CLASS:
+                elif kind == K_CLASS:
                     seqs = self.alphabet.class_seqs[node_id]
                     self._reserve(2 + sum(len(q) - 1 for q in seqs), node.line, node.column)
                     results.append(self._class(seqs))
-                elif kind == Kind.SPECIAL:
+                elif kind == K_SPECIAL:
                     self._reserve(2, node.line, node.column)
                     s, e = self._new(), self._new()
                     a = self.alphabet.special_atom(node.payload)
                     self._edge(s, (a, a, e))
                     self.specials_used.add(node.payload)
                     results.append((s, e))
-                elif kind == Kind.REF:
+                elif kind == K_REF:
                     name: str = node.payload
                     ri = self.info.index[name]
                     self.refs_met.add(name)
@@ -305,33 +317,33 @@ class _Builder:
                         results.append((s, e))
                     else:
                         stack.append(("enter", self.grammar.rules[ri].body, region))
-                elif kind == Kind.AND:
+                elif kind == K_AND:
                     results.append(self._boolean(node_id, node))
-                elif kind == Kind.ALT and (parts := self._join_parts(node)) is not None:
+                elif kind == K_ALT and (parts := self._join_parts(node)) is not None:
                     chain, separator, member, optional = parts
                     stack.append(("join", node_id, optional))
                     stack.append(("enter", member, self._region()))
                     stack.append(("mark",))
                     stack.append(("enter", separator, self._region()))
                     stack.append(("enter", chain, self._region()))
-                elif kind == Kind.SEQ and (parts := self._list_parts(node)) is not None:
+                elif kind == K_SEQ and (parts := self._list_parts(node)) is not None:
                     item, separator = parts
                     stack.append(("list", node_id))
                     stack.append(("enter", separator, self._region()))
                     stack.append(("mark",))
                     stack.append(("enter", item, self._region()))
                     stack.append(("mark",))
-                elif kind == Kind.ALT:
+                elif kind == K_ALT:
                     stack.append((kind, node_id, len(node.children)))
                     for child in reversed(node.children):
                         stack.append(("enter", child, region))
-                elif kind == Kind.SEQ:
+                elif kind == K_SEQ:
                     stack.append((kind, node_id, len(node.children)))
                     *before, last = node.children
                     stack.append(("enter", last, region))
                     for child in reversed(before):
                         stack.append(("enter", child, self._region()))
-                elif kind == Kind.REPEAT:
+                elif kind == K_REPEAT:
                     self.repeats_met.add(node_id)
                     low, high = node.payload[:2]
                     if high == 0:
@@ -339,7 +351,7 @@ class _Builder:
                         s = self._new()
                         results.append((s, s))
                     else:
-                        stack.append((Kind.REPEAT, node_id, len(self.eps), self.hidden))
+                        stack.append((K_REPEAT, node_id, len(self.eps), self.hidden))
                         stack.append(("enter", node.children[0], self._region()))
                 else:  # a NOT outside an AND has no universe
                     raise TrgcError("E_INTERNAL", f"AST node kind {kind!r} here")
@@ -354,14 +366,14 @@ class _Builder:
                 results.append(self._join(nodes[item[1]], item[2], results))
             elif item[0] == "list":
                 results.append(self._list(nodes[item[1]], results))
-            elif item[0] == Kind.SEQ:
+            elif item[0] == K_SEQ:
                 count = item[2]
                 frags = results[-count:]
                 del results[-count:]
                 for (_, e1), (s2, _) in zip(frags, frags[1:], strict=False):
                     self._eps(e1, s2)
                 results.append((frags[0][0], frags[-1][1]))
-            elif item[0] == Kind.ALT:
+            elif item[0] == K_ALT:
                 count = item[2]
                 frags = results[-count:]
                 del results[-count:]
@@ -412,14 +424,14 @@ class _Builder:
             return None
         first, member = node.children
         head = nodes[first]
-        if head.kind != Kind.SEQ or len(head.children) != 2:
+        if head.kind != K_SEQ or len(head.children) != 2:
             return None
         chain, tail_id = head.children
         tail = nodes[tail_id]
-        optional = tail.kind == Kind.REPEAT and tail.payload == (0, 1)
+        optional = tail.kind == K_REPEAT and tail.payload == (0, 1)
         if optional:
             tail = nodes[tail.children[0]]
-        if tail.kind != Kind.SEQ or len(tail.children) != 2 or tail.children[1] != member:
+        if tail.kind != K_SEQ or len(tail.children) != 2 or tail.children[1] != member:
             return None
         return chain, tail.children[0], member, optional
 
@@ -451,10 +463,10 @@ class _Builder:
             return None
         item, more_id = node.children
         more = nodes[more_id]
-        if more.kind != Kind.REPEAT or more.payload != (0, None):
+        if more.kind != K_REPEAT or more.payload != (0, None):
             return None
         step = nodes[more.children[0]]
-        if step.kind != Kind.SEQ or len(step.children) != 2 or step.children[1] != item:
+        if step.kind != K_SEQ or len(step.children) != 2 or step.children[1] != item:
             return None
         return item, step.children[0]
 

@@ -38,7 +38,7 @@ import numpy as np
 from trgc.automata.alphabet import Alphabet
 from trgc.automata.dfa import Counter, Table
 from trgc.automata.nfa import Depends, Product
-from trgc.grammar.ast import Grammar, Kind
+from trgc.grammar.ast import K_REPEAT, Grammar
 from trgc.limits import Budget, Limits
 
 
@@ -79,7 +79,7 @@ class StructureKeys:
             if not children:
                 loose = (kind, payload, ())
                 named = ("named", kind, payload, ())
-            elif kind == Kind.REPEAT:
+            elif kind == K_REPEAT:
                 machine = repeats.get(node_id)
                 expanded = node_id in expand
                 (child,) = children

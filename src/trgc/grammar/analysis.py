@@ -19,7 +19,22 @@ from collections import deque
 from dataclasses import dataclass
 
 from trgc.errors import Span, TrgcError
-from trgc.grammar.ast import Grammar, Kind, Node, Rule
+from trgc.grammar.ast import (
+    K_ALT,
+    K_AND,
+    K_CLASS,
+    K_EMPTY,
+    K_LITERAL,
+    K_NOT,
+    K_REF,
+    K_REPEAT,
+    K_SEQ,
+    K_SPECIAL,
+    Grammar,
+    Kind,
+    Node,
+    Rule,
+)
 from trgc.grammar.parser import MAX_ERRORS, RESERVED_NAMES
 from trgc.limits import Budget
 
@@ -131,17 +146,8 @@ def _reachable(start: int, refs: list[tuple[int, ...]], budget: Budget) -> list[
     return seen
 
 
-# Kinds as plain ints for the per-node loops (an IntEnum attribute lookup per node is slow)
-_SEQ, _ALT, _REPEAT, _REF, _AND, _NOT = (
-    int(Kind.SEQ),
-    int(Kind.ALT),
-    int(Kind.REPEAT),
-    int(Kind.REF),
-    int(Kind.AND),
-    int(Kind.NOT),
-)
-_EMPTY = int(Kind.EMPTY)
-_CONSUMING = frozenset((int(Kind.LITERAL), int(Kind.CLASS), int(Kind.SPECIAL)))
+# the kinds that read input (kinds as plain ints: `trgc.grammar.ast`)
+_CONSUMING = frozenset((K_LITERAL, K_CLASS, K_SPECIAL))
 
 
 def _postorder(nodes: list[Node], root: int, budget: Budget) -> list[int]:
@@ -325,23 +331,23 @@ class _Context:
             kind, _, _, children, payload = nodes[i]
             if kind in _CONSUMING:
                 value = False
-            elif kind in (_SEQ, _AND):
+            elif kind in (K_SEQ, K_AND):
                 value = True
                 for c in children:
                     if not node_nullable[c]:
                         value = False
                         break
-            elif kind == _ALT:
+            elif kind == K_ALT:
                 value = False
                 for c in children:
                     if node_nullable[c]:
                         value = True
                         break
-            elif kind == _REPEAT:
+            elif kind == K_REPEAT:
                 value = payload[0] == 0 or node_nullable[children[0]]
-            elif kind == _REF:
+            elif kind == K_REF:
                 value = nullable[target[i]]
-            elif kind == _NOT:
+            elif kind == K_NOT:
                 value = not node_nullable[children[0]]
             else:  # EMPTY matches the empty string
                 value = True
@@ -442,15 +448,15 @@ class _Context:
         for order in self.orders:
             for i in order:
                 kind, _, _, kids, payload = nodes[i]
-                if kind in _CONSUMING or kind == _EMPTY:
+                if kind in _CONSUMING or kind == K_EMPTY:
                     left[i] = alone[i] = none
                     continue
                 lmap: dict[int, int] = {}
                 amap: dict[int, int] = {}
-                if kind == _REF:
+                if kind == K_REF:
                     lmap[self.target[i]] = i
                     amap = lmap
-                elif kind == _SEQ:
+                elif kind == K_SEQ:
                     for c in kids:
                         for s, w in left[c].items():
                             lmap.setdefault(s, w)
@@ -462,14 +468,14 @@ class _Context:
                             for s, w in alone[c].items():
                                 amap.setdefault(s, w)
                     self.budget.charge(len(kids) + len(lmap) + len(amap), "grammar analysis")
-                elif kind in (_ALT, _AND):  # an AND reaches what each operand reaches
+                elif kind in (K_ALT, K_AND):  # an AND reaches what each operand reaches
                     for c in kids:
                         for s, w in left[c].items():
                             lmap.setdefault(s, w)
                         for s, w in alone[c].items():
                             amap.setdefault(s, w)
                     self.budget.charge(len(kids) + len(lmap) + len(amap), "grammar analysis")
-                elif kind == _REPEAT:
+                elif kind == K_REPEAT:
                     lo, hi = payload[:2]
                     child = kids[0]
                     if hi != 0:

@@ -36,6 +36,25 @@ class Kind(IntEnum):
     NOT = 9  # children: (item,); every byte string not in the item's language; only an AND operand
 
 
+# The kinds as plain ints, for the passes that compare a node's kind once or more per node:
+# reading a member off the enum class costs about four times comparing ints (50 vs 12 ns).
+K_EMPTY, K_LITERAL, K_CLASS, K_SPECIAL, K_REF, K_SEQ, K_ALT, K_REPEAT, K_AND, K_NOT = map(
+    int,
+    (
+        Kind.EMPTY,
+        Kind.LITERAL,
+        Kind.CLASS,
+        Kind.SPECIAL,
+        Kind.REF,
+        Kind.SEQ,
+        Kind.ALT,
+        Kind.REPEAT,
+        Kind.AND,
+        Kind.NOT,
+    ),
+)
+
+
 class Node(NamedTuple):
     """One AST node (a named tuple: the lowering appends thousands, and a tuple is made in
     half the time of a frozen dataclass). Nodes are immutable and only appended, so a node

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 
 from trgc.errors import TrgcError
-from trgc.grammar.ast import Grammar, Kind, Node
+from trgc.grammar.ast import K_EMPTY, K_LITERAL, K_REPEAT, Grammar, Kind, Node
 from trgc.grammar.charclass import normalize
 
 # automata.nfa.NFA_STATE_FACTOR: one machine's NFA may hold this many times the states limit
@@ -159,9 +159,9 @@ class Builder:
 
     def node(self, kind: Kind, children: tuple[int, ...], payload=None) -> int:
         """A node of any kind (used to copy a subtree), costed like the named constructors."""
-        if kind == Kind.LITERAL:
+        if kind == K_LITERAL:
             return self._add(kind, len(payload) + 1, payload=payload)
-        if kind == Kind.REPEAT:
+        if kind == K_REPEAT:
             low, high, *counted = payload
             if high == 0:
                 return self._add(kind, 1, children, payload)
@@ -196,7 +196,8 @@ class Builder:
         return self.cls([(ord(c), ord(c)) for c in text])
 
     def seq(self, *items: int) -> int:
-        parts = [i for i in items if self.grammar.nodes[i].kind != Kind.EMPTY]
+        nodes = self.grammar.nodes
+        parts = [i for i in items if nodes[i].kind != K_EMPTY]
         self.states -= len(items) - len(parts)  # the dropped empties are never compiled
         if not parts:
             return self.empty()

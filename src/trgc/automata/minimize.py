@@ -69,9 +69,7 @@ def _moore(table: Table, block: np.ndarray, budget: Budget) -> bool:
         status, rounds, entries = minimize_kernel.rounds(
             next_table, table.accepting, multipliers(k + 1), MOORE_ROUNDS, block
         )
-        budget.charge(entries, "minimisation")
-        for _ in range(rounds):
-            budget.charge(1, "minimisation")
+        _charge_rounds(budget, entries, rounds)
         return status == minimize_kernel.SETTLED
     states, cols = np.nonzero(next_table >= 0)
     # one entry per state (its own block) followed by one per transition, grouped by state
@@ -336,10 +334,16 @@ def _minimize_compiled(table: Table, narrow: Table, saved: int, budget: Budget) 
     if status != minimize_kernel.SETTLED:
         return None
     budget.charge(saved, "minimisation")
-    budget.charge(int(entries), "minimisation")
+    _charge_rounds(budget, int(entries), rounds)
+    return table.with_next(next_table, accepting)
+
+
+def _charge_rounds(budget: Budget, entries: int, rounds: int) -> None:
+    """What `_moore` charges, replayed after compiled rounds: its states and transitions,
+    then one per round (so a refusal comes at the same charge)."""
+    budget.charge(entries, "minimisation")
     for _ in range(rounds):
         budget.charge(1, "minimisation")
-    return table.with_next(next_table, accepting)
 
 
 def minimize(dfa: Dfa, budget: Budget) -> Dfa:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Generator
+from collections.abc import Generator
 from dataclasses import replace
 from decimal import Decimal
 from fractions import Fraction
@@ -1205,13 +1205,12 @@ class Lowering(Combinators, ArrayKeywords, MemberOrder):
                 bounds.get("exclusiveMinimum"),
                 bounds.get("exclusiveMaximum"),
             )
-            # built once per lowering, then stamped: an integer of the default range is 107 nodes
-            node = None if lo > hi else b.stamp(("integer", lo, hi), _integers(lo, hi))
+            node = numbers.integer_range(b, lo, hi)
             if node is None:
                 self._no(pointer, f"no integer lies in [{lo}, {hi}] within ±(2^53−1)")
             return node
         if not bounds:
-            return b.stamp("number", numbers.number)
+            return numbers.number(b)
         decimals: dict[str, Decimal] = {}
         for key in bounds:
             raw, ptr = v[key]
@@ -1853,14 +1852,3 @@ __all__ = [
     "DEFAULT_MAX_DEPTH",
     "escape_token",
 ]
-
-
-def _integers(lo: int, hi: int) -> Callable[[Builder], int]:
-    """What builds the integers of `[lo, hi]` (`lo <= hi`: never empty) for `Builder.stamp`."""
-
-    def build(b: Builder) -> int:
-        node = numbers.integer_range(b, lo, hi)
-        assert node is not None
-        return node
-
-    return build

@@ -97,9 +97,16 @@ def natural_range(b: Builder, lo: int, hi: int | None) -> int | None:
 
 
 def integer_range(b: Builder, lo: int, hi: int) -> int | None:
-    """Integers in `[lo, hi]` (already clipped to the safe range); None if the range is empty."""
+    """Integers in `[lo, hi]` (already clipped to the safe range); None if the range is empty.
+    Built once per lowering and then stamped (`Builder.stamp`): an integer of the default
+    range is 107 nodes."""
     if lo > hi:
         return None
+    return b.stamp(("integer", lo, hi), lambda b: _integer_range(b, lo, hi))
+
+
+def _integer_range(b: Builder, lo: int, hi: int) -> int:
+    """`integer_range` of a range that is not empty, built node by node."""
     if lo == -hi and hi > 0:  # symmetric (the default range): 0, or an optional sign first
         magnitudes = natural_range(b, 1, hi)
         assert magnitudes is not None
@@ -113,7 +120,7 @@ def integer_range(b: Builder, lo: int, hi: int) -> int | None:
         naturals = natural_range(b, max(lo, 0), hi)
         if naturals is not None:
             options.append(naturals)
-    return b.alt(*options) if options else None
+    return b.alt(*options)
 
 
 def integer_bounds(
@@ -148,6 +155,11 @@ MAX_EXPONENT = 280  # 10^15 * 10^280 stays far below binary64's largest finite v
 
 
 def number(b: Builder) -> int:
+    """Any number (`_number`), built once per lowering and then stamped (`Builder.stamp`)."""
+    return b.stamp("number", _number)
+
+
+def _number(b: Builder) -> int:
     """Any number in a binary64-safe lexical form:
     `-?(0|[1-9][0-9]{0,14})(\\.[0-9]+)?([eE][+-]?0{0,2}E)?` with E at most 280: the integer part
     has at most 15 digits, so a plain integer is always safe (|n| < 10^15 < 2^53) and no

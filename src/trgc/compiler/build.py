@@ -10,6 +10,7 @@ from __future__ import annotations
 from trgc.artifact.codec import encode, encoded_size
 from trgc.artifact.model import REPEAT, RULE, SHARED, Artifact, Machine
 from trgc.compiler.cache import EntryStore, cached_compile, text_identity
+from trgc.compiler.collector import collection_paused
 from trgc.errors import TrgcError
 from trgc.grammar.ast import Grammar, Kind
 from trgc.limits import DEFAULT_LIMITS, Budget, Limits, check_limit
@@ -61,6 +62,7 @@ def _source_hash(grammar: Grammar) -> str | None:
 IDENTITY_STATS = ("classes", "machines", "states", "transitions")
 
 
+@collection_paused
 def compile_ast(
     grammar: Grammar, *, limits: Limits | None = None, strict: bool = False
 ) -> Artifact:
@@ -114,6 +116,7 @@ def compile_ast(
     return artifact
 
 
+@collection_paused
 def compile_grammar(
     text: str | bytes,
     *,

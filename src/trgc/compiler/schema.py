@@ -10,12 +10,14 @@ from __future__ import annotations
 from trgc.artifact.model import Artifact
 from trgc.compiler.build import compile_ast
 from trgc.compiler.cache import EntryStore, cached_compile, schema_identity
+from trgc.compiler.collector import collection_paused
 from trgc.errors import TrgcError
 from trgc.grammar.schema import DEFAULT_MAX_DEPTH, load_schema, lower_schema
 from trgc.grammar.schema.whitespace import DEFAULT_MAX_WHITESPACE
 from trgc.limits import DEFAULT_LIMITS, Limits
 
 
+@collection_paused
 def compile_schema(
     schema: dict | bool | str | bytes,
     *,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from trgc.artifact.model import Artifact
 from trgc.compiler.build import compile_ast
+from trgc.compiler.collector import collection_paused
 from trgc.errors import TrgcError
 from trgc.grammar.schema import DEFAULT_MAX_DEPTH
 from trgc.grammar.toolcall import build_toolcall_grammar, load_tool_json, parse_tools
@@ -16,6 +17,7 @@ from trgc.grammar.toolcall import family as find_family
 from trgc.limits import DEFAULT_LIMITS, Limits
 
 
+@collection_paused
 def compile_toolcall(
     tools: list | str | bytes,
     *,

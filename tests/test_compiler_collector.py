@@ -1,0 +1,113 @@
+"""The cyclic collector is paused while a compilation runs, and restored exactly after it
+(`trgc.compiler.collector`): after success, after a refusal, when it was off to begin with,
+when compilations nest and when they overlap in threads."""
+
+from __future__ import annotations
+
+import gc
+import threading
+
+import pytest
+
+import trgc
+from trgc.compiler import collector
+from trgc.errors import TrgcError
+
+
+@pytest.fixture
+def seen(monkeypatch) -> list[bool]:
+    """`gc.isenabled()` as each compilation's front end (parser, lowering, tool envelope) and
+    its analysis found it: the front end runs before `compile_ast`, the analysis inside it."""
+    import trgc.compiler.schema
+    import trgc.compiler.toolcall
+    import trgc.grammar.analysis
+    import trgc.grammar.parser
+
+    found: list[bool] = []
+
+    def spy(module, name: str) -> None:
+        stage = getattr(module, name)
+
+        def run(*args, **kwargs):
+            found.append(gc.isenabled())
+            return stage(*args, **kwargs)
+
+        monkeypatch.setattr(module, name, run)
+
+    spy(trgc.grammar.analysis, "analyze")
+    spy(trgc.grammar.parser, "parse_grammar")
+    spy(trgc.compiler.schema, "lower_schema")
+    spy(trgc.compiler.toolcall, "build_toolcall_grammar")
+    return found
+
+
+@pytest.fixture(autouse=True)
+def collector_on():
+    gc.enable()
+    yield
+    gc.enable()
+
+
+@pytest.mark.parametrize(
+    "compile_one",
+    [
+        lambda: trgc.compile_schema('{"type": "array", "items": {"type": "integer"}}'),
+        lambda: trgc.compile_grammar('%trg 1\nstart ::= "a"+ ;\n'),
+        lambda: trgc.compile_toolcall(
+            [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
+        ),
+    ],
+    ids=["schema", "grammar", "toolcall"],
+)
+def test_paused_during_each_entry_point_and_enabled_after(seen, compile_one):
+    compile_one()
+    assert seen == [False, False]
+    assert gc.isenabled()
+
+
+def test_enabled_again_after_a_refusal(seen):
+    with pytest.raises(TrgcError):
+        trgc.compile_grammar("%trg 1\nstart ::= missing ;\n")
+    assert seen == [False, False]
+    assert gc.isenabled()
+
+
+def test_left_off_when_it_was_off(seen):
+    gc.disable()
+    trgc.compile_schema('{"type": "string"}')
+    assert seen == [False, False]
+    assert not gc.isenabled()
+
+
+def test_nested_pauses_end_with_the_outermost():
+    with collector.paused():
+        with collector.paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    assert gc.isenabled()
+
+
+def test_overlapping_threads_end_with_the_last():
+    first_in, second_in, first_out = threading.Event(), threading.Event(), threading.Event()
+    states: dict[str, bool] = {}
+
+    def first() -> None:
+        with collector.paused():
+            first_in.set()
+            second_in.wait(10)
+        first_out.set()
+
+    def second() -> None:
+        first_in.wait(10)
+        with collector.paused():
+            second_in.set()
+            first_out.wait(10)
+            states["after the first ended"] = gc.isenabled()
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert states == {"after the first ended": False}
+    assert gc.isenabled()

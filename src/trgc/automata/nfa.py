@@ -79,9 +79,9 @@ def is_plain(low: int, high: int | None) -> bool:
 
 def _frozen(rows: list[list]) -> list[tuple]:
     """`rows` with every row a tuple, in place: a built NFA is read only, and most of its rows
-    are empty (one shared tuple) or hold one item (a third of a list's memory)."""
-    for i, row in enumerate(rows):
-        rows[i] = tuple(row)
+    are empty (one shared tuple) or hold one item (a third of a list's memory). `tuple` gives
+    a tuple row back as it is."""
+    rows[:] = map(tuple, rows)
     return rows
 
 
@@ -267,9 +267,12 @@ class _Builder:
         # ("enter", node, region): a node's region is its parent's when it ends its parent
         # (the last item of a sequence, any alternative, an inlined rule's body), else new
         stack: list[tuple] = [("enter", root, self._region())]
+        budget = self.budget
         while stack:
             item = stack.pop()
-            self.budget.charge(1, "NFA construction")
+            budget.used += 1  # one operation per item (`Budget.charge`, inlined)
+            if budget.used > budget.limit:
+                budget.charge(0, "NFA construction")
             if item[0] == "enter":
                 _, node_id, region = item
                 if node_id in marked:
@@ -291,7 +294,7 @@ class _Builder:
                     results.append(self._literal(data))
                 elif kind == K_CLASS:
                     seqs = self.alphabet.class_seqs[node_id]
-                    self._reserve(2 + sum(len(q) - 1 for q in seqs), node.line, node.column)
+                    self._reserve(2 + sum(map(len, seqs)) - len(seqs), node.line, node.column)
                     results.append(self._class(seqs))
                 elif kind == K_SPECIAL:
                     self._reserve(2, node.line, node.column)
@@ -682,7 +685,7 @@ class _Builder:
         template_eps = eps[mark : mark + size]
         template_edges = edges[mark : mark + size]
         # one operation per state and per labelled edge copied, charged a copy at a time
-        per_copy = size + sum(len(row) for row in template_edges)
+        per_copy = size + sum(map(len, template_edges))
         instances = [child]
         for _ in range(count - 1):
             delta = len(eps) - mark

@@ -150,3 +150,24 @@ def test_a_compilation_leaves_no_reference_cycles(compile_one):
     gc.disable()  # no collection between the compilation and the count
     compile_one()
     assert gc.collect() == 0
+
+
+@pytest.mark.parametrize(
+    "refused",
+    [
+        '{"type": "object", "properties": {"a": {"type": "string", "readonly": true}}}',
+        '{"type": "string", "maxLenght": 3}',
+        '{"$ref": "#/$defs/missing"}',
+        '{"type": "string", "pattern": "(?<=a)b"}',
+    ],
+    ids=["unknown keyword", "misspelt keyword", "missing ref", "unsupported pattern"],
+)
+def test_a_refusal_leaves_no_reference_cycles(refused):
+    """A refused schema's error carries a traceback, and a frame that holds the error as a
+    local closes a cycle through it that would keep the whole lowering alive."""
+    for _ in range(2):  # the first fills imports and caches
+        gc.collect()
+        gc.disable()
+        with pytest.raises(TrgcError):
+            trgc.compile_schema(refused)
+    assert gc.collect() == 0

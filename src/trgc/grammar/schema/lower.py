@@ -309,7 +309,10 @@ class Lowering(Combinators, ArrayKeywords, MemberOrder):
     def _annotation(self, name: str, error: TrgcError) -> None:
         """Record `name` as an annotation in annotate mode; raise `error` in the default mode."""
         if not self.annotate:
-            raise error
+            try:
+                raise error
+            finally:  # the traceback holds this frame: error -> frame -> error is a cycle
+                del error
         self.annotations.add(name)
 
     def _ref_siblings(self, schema: dict, pointer: str) -> None:

@@ -147,11 +147,17 @@ def test_a_compilation_leaves_no_reference_cycles(compile_one):
     """Cycles made while the collector is paused outlive the compilation that made them (the
     oneOf of 20,000 consts held 10 MB more at its peak through one recursive closure), so a
     successful compilation makes none: the collector finds nothing after it."""
-    compile_one()  # imports and caches filled once
+    assert _cycles_after(compile_one) == 0
+
+
+def _cycles_after(run) -> int:
+    """The objects the collector finds in cycles right after `run()`, run a second time with
+    the collector off (the first run fills imports and caches)."""
+    run()
     gc.collect()
     gc.disable()  # no collection between the compilation and the count
-    compile_one()
-    assert gc.collect() == 0
+    run()
+    return gc.collect()
 
 
 @pytest.mark.parametrize(
@@ -167,12 +173,12 @@ def test_a_compilation_leaves_no_reference_cycles(compile_one):
 def test_a_refusal_leaves_no_reference_cycles(refused):
     """A refused schema's error carries a traceback, and a frame that holds the error as a
     local closes a cycle through it that would keep the whole lowering alive."""
-    for _ in range(2):  # the first fills imports and caches
-        gc.collect()
-        gc.disable()
+
+    def refuse() -> None:
         with pytest.raises(TrgcError):
             trgc.compile_schema(refused)
-    assert gc.collect() == 0
+
+    assert _cycles_after(refuse) == 0
 
 
 @pytest.mark.skipif(not BENCH.is_dir(), reason=f"the JSONSchemaBench corpus is missing: {BENCH}")
@@ -180,18 +186,16 @@ def test_a_refusal_leaves_no_reference_cycles(refused):
 def test_real_schemas_leave_no_reference_cycles(subset):
     """The same on fifteen real schemas of each subset, compiled or refused (every lowering
     path they take, every refusal code they meet): the collector finds nothing after each."""
-    outcomes = []
+    outcomes: list[str] = []
     for path in sorted((BENCH / subset).glob("*.json"))[:15]:
-        raw = path.read_bytes()
-        for _ in range(2):  # the first fills imports and caches
-            gc.collect()
-            gc.disable()
+
+        def compile_one(raw: bytes = path.read_bytes()) -> None:
             try:
                 trgc.compile_schema(raw, separators="compact")
-                outcome = "compiled"
+                outcomes.append("compiled")
             except TrgcError as error:
-                outcome = error.code
-            garbage = gc.collect()
-        assert garbage == 0, f"{path.name} ({outcome}) left {garbage} objects in cycles"
-        outcomes.append(outcome)
+                outcomes.append(error.code)
+
+        garbage = _cycles_after(compile_one)
+        assert garbage == 0, f"{path.name} ({outcomes[-1]}) left {garbage} objects in cycles"
     assert "compiled" in outcomes

@@ -5,17 +5,23 @@ states per literal. The language, and so the artifact, is the one the chains giv
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import trgc
+from schema_helpers import BENCH_SUBSETS, CORPORA
 from trgc.artifact.check import check
 from trgc.artifact.model import Artifact
 from trgc.automata import machines, nfa
 from trgc.compiler.build import compile_ast
 from trgc.grammar.ast import Grammar, Rule
 from trgc.grammar.schema.nodes import Builder
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = CORPORA / "jsonschemabench"
 
 
 def _alternation(words: list[str]) -> Grammar:
@@ -78,3 +84,55 @@ def test_the_language_is_the_chains_language(words):
 def test_small_alternations(words):
     trie, _ = _compiled(words, trie=True)
     assert trie == _compiled(words, trie=False)[0]
+
+
+def _with_and_without_tries(compile_one) -> tuple[bytes | str, bytes | str]:
+    """What `compile_one()` gives (artifact bytes, or the refusal's code) with tries and with
+    a chain per literal."""
+
+    def outcome() -> bytes | str:
+        try:
+            return compile_one().to_bytes()
+        except trgc.TrgcError as error:
+            return error.code
+
+    with_tries = outcome()
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(nfa._Builder, "_literal_words", lambda self, node: None)
+        return with_tries, outcome()
+
+
+@pytest.mark.parametrize(
+    "path",
+    [*sorted((ROOT / "schemas").glob("*.json")), *sorted((ROOT / "grammars").glob("*.trg"))],
+    ids=lambda p: p.name,
+)
+def test_shipped_sources_compile_to_the_chains_artifact(path):
+    """Every bundled schema and grammar (keyword lists, enums, consts) gives the same bytes."""
+    if path.suffix == ".json":
+        trie, chains = _with_and_without_tries(lambda: trgc.compile_schema(path.read_bytes()))
+    else:
+        trie, chains = _with_and_without_tries(lambda: trgc.compile_grammar(path.read_text()))
+    assert isinstance(trie, bytes)
+    assert trie == chains
+
+
+@pytest.mark.skipif(not BENCH.is_dir(), reason=f"the JSONSchemaBench corpus is missing: {BENCH}")
+def test_real_enums_compile_to_the_chains_artifact():
+    """The first eight schemas of each subset that hold an enum or a const: the same
+    artifact, or the same refusal, with tries and with chains."""
+    compiled = 0
+    for subset in BENCH_SUBSETS:
+        paths = [
+            p
+            for p in sorted((BENCH / subset).glob("*.json"))
+            if b'"enum"' in (raw := p.read_bytes()) or b'"const"' in raw
+        ][:8]
+        for path in paths:
+            raw = path.read_bytes()
+            trie, chains = _with_and_without_tries(
+                lambda raw=raw: trgc.compile_schema(raw, separators="compact")
+            )
+            assert trie == chains, f"{subset}/{path.name}"
+            compiled += isinstance(trie, bytes)
+    assert compiled >= 30

@@ -4,12 +4,16 @@ arena and suffix marks, the same projected states, and at the state bound the sa
 
 from __future__ import annotations
 
+import functools
 import json
+
+import pytest
 
 from trgc.errors import TrgcError
 from trgc.grammar.ast import Grammar
 from trgc.grammar.charclass import normalize
-from trgc.grammar.schema import lower_schema
+from trgc.grammar.schema import lower_schema, nodes
+from trgc.grammar.schema.keywords import SUPPORTED_FORMATS
 from trgc.grammar.schema.nodes import Builder
 from trgc.grammar.schema.strings import RAW_RANGES, unit
 from trgc.limits import DEFAULT_LIMITS
@@ -95,3 +99,67 @@ def test_a_stamp_is_a_build_in_nodes_costs_states_and_refusals():
         stamped = _build_many(Builder(Grammar(), states), stamp=True)
         plain = _build_many(Builder(Grammar(), states), stamp=False)
         assert stamped == plain, states
+
+
+def test_templates_outlive_one_lowering(monkeypatch):
+    """A stamped subtree is built once per process: a second lowering copies every one from
+    the process's templates (no build function runs) and gives the same arena as the first,
+    which built them from an empty store."""
+    monkeypatch.setattr(nodes, "_templates", {})
+    first = _lower()
+    assert len(nodes._templates) >= 4  # the string unit, two integer ranges, the number
+    built = []
+    real = Builder.stamp
+
+    def spied(self, key, build):  # the build function under its own name, so its key holds
+        return real(self, key, functools.wraps(build)(lambda b: built.append(key) or build(b)))
+
+    monkeypatch.setattr(Builder, "stamp", spied)
+    second = _lower()
+    assert second == first
+    assert built == []
+    monkeypatch.setattr(nodes, "_templates", {})
+    assert _lower() == first
+    assert len(built) >= 4  # the spy sees builds
+
+
+def test_formats_are_stamped_like_a_build(monkeypatch):
+    """Every supported format's shape, twice in one schema and again in a second lowering,
+    gives the arena of a plain build."""
+    schema = {
+        "type": "object",
+        "properties": {
+            f"{fmt}{i}": {"type": "string", "format": fmt}
+            for fmt in sorted(SUPPORTED_FORMATS)
+            for i in range(2)
+        },
+    }
+
+    def lowered():
+        grammar = lower_schema(json.loads(json.dumps(schema)), limits=DEFAULT_LIMITS)
+        return grammar.nodes, grammar.rules, sorted(grammar.suffixes)
+
+    monkeypatch.setattr(nodes, "_templates", {})
+    stamped = [lowered(), lowered()]
+    assert {("strings", fmt) for fmt in SUPPORTED_FORMATS} <= {
+        (key[0].rsplit(".", 1)[-1], key[2]) for key in nodes._templates
+    }
+    monkeypatch.setattr(Builder, "stamp", _plain_stamp)
+    assert stamped == [lowered(), lowered()]
+
+
+def test_the_template_store_is_bounded(monkeypatch):
+    monkeypatch.setattr(nodes, "_templates", {})
+    b = Builder(Grammar())
+    for i in range(nodes.TEMPLATES_MAX + 40):
+        b.stamp(i, lambda b: b.lit("x"))
+    assert len(nodes._templates) == nodes.TEMPLATES_MAX
+    assert min(key[2] for key in nodes._templates) == 40  # the oldest went first
+
+
+def test_a_stamp_may_not_use_an_outside_node():
+    b = Builder(Grammar())
+    outside = b.lit("a")
+    with pytest.raises(TrgcError) as caught:
+        b.stamp("outside", lambda b: b.seq(outside, b.lit("b")))
+    assert caught.value.code == "E_INTERNAL"

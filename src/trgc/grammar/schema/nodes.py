@@ -17,7 +17,9 @@ automaton cannot fit is stopped after work proportional to the limit, not to the
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Hashable
+from typing import NamedTuple
 
 from trgc.errors import TrgcError
 from trgc.grammar.ast import K_EMPTY, K_LITERAL, K_REPEAT, Grammar, Kind, Node
@@ -31,6 +33,35 @@ EXPAND_STATES = 64
 _OWN_STATES = {Kind.EMPTY: 1, Kind.SEQ: 0}
 
 
+class Template(NamedTuple):
+    """A stamped subtree as its first build made it, free of any arena: its nodes with
+    children numbered from the template's first node, their costs, the positions of the
+    suffix marks, the root's position, and the net and peak states its build added."""
+
+    nodes: tuple[Node, ...]
+    costs: tuple[int, ...]
+    suffixes: tuple[int, ...]
+    root: int
+    states: int
+    gross: int
+
+
+# Templates shared by every builder of the process, (build function, key) -> Template: a
+# server lowering schema after schema builds the default integer, the string unit, a date
+# once. Bounded (the oldest is dropped past TEMPLATES_MAX: integer ranges are unbounded in
+# number); a template is immutable once stored, and the lock only orders the writers.
+TEMPLATES_MAX = 256
+_templates: dict[tuple[str, str, Hashable], Template] = {}
+_templates_lock = threading.Lock()
+
+
+def _store(key: tuple[str, str, Hashable], template: Template) -> None:
+    with _templates_lock:
+        while len(_templates) >= TEMPLATES_MAX:
+            del _templates[next(iter(_templates))]
+        _templates[key] = template
+
+
 class Builder:
     """Append-only node constructors over one `Grammar` arena."""
 
@@ -40,7 +71,6 @@ class Builder:
         "states",
         "rule",
         "_cost",
-        "_stamps",
         "_shapes",
         "_shape_numbers",
     )
@@ -51,9 +81,6 @@ class Builder:
         self.states = 0  # NFA states needed, at least, by everything built for `rule`
         self.rule = "root"
         self._cost: dict[int, int] = {}  # node -> NFA states its subtree needs at least
-        # key -> (first node, end, root, net states, gross states) of a `stamp`ed subtree's
-        # first build
-        self._stamps: dict[str, tuple[int, int, int, int, int]] = {}
         self._shapes: dict[int, int] = {}  # node -> its `shape`
         self._shape_numbers: dict[tuple, int] = {}
 
@@ -91,41 +118,51 @@ class Builder:
         return node
 
     def stamp(self, key: Hashable, build: Callable[[Builder], int]) -> int:
-        """A fresh copy of the subtree `build(self)` makes, built once per builder and then
-        appended as a whole: the same nodes, in the same order, with the same costs as a new
-        build (so the arena, and the artifact, are what calling `build` would give). `build`
-        must be deterministic and use no node made outside it (a string body's unit: the
-        lowering makes one per string). A copy past the state bound is built node by node,
-        so the refusal is the one the plain build gives."""
-        found = self._stamps.get(key)
+        """A fresh copy of the subtree `build(self)` makes, built once per process (`Template`,
+        keyed by `build`'s module and name and `key`) and then appended as a whole: the same
+        nodes, in the same order, with the same costs and suffix marks as a new build (so the
+        arena, and the artifact, are what calling `build` would give). `build` must be
+        deterministic, depend on nothing but `key`, and use no node made outside it (a string
+        body's unit: the lowering makes one per string). A copy past the state bound is built
+        node by node, so the refusal is the one the plain build gives."""
+        name = (build.__module__, build.__qualname__, key)
+        found = _templates.get(name)
         if found is None or (
-            self.max_states is not None and self.states + found[4] > self.max_states
+            self.max_states is not None and self.states + found.gross > self.max_states
         ):
             states, first = self.states, len(self.grammar.nodes)
             root = build(self)
             if found is None:
-                end = len(self.grammar.nodes)
-                self._stamps[key] = (
-                    first,
-                    end,
-                    root,
-                    self.states - states,
-                    self._gross(first, end),
-                )
+                _store(name, self._template(first, root, self.states - states))
             return root
-        first, end, root, states, _ = found
         nodes, cost, suffixes = self.grammar.nodes, self._cost, self.grammar.suffixes
-        offset = len(nodes) - first
-        for i in range(first, end):
-            kind, line, column, children, payload = nodes[i]
+        offset = len(nodes)
+        for i, (kind, line, column, children, payload) in enumerate(found.nodes):
             if children:
                 children = tuple(c + offset for c in children)
             nodes.append(Node(kind, line, column, children, payload))
-            cost[i + offset] = cost[i]
-            if i in suffixes:
-                suffixes.add(i + offset)
-        self.states += states
-        return root + offset
+            cost[i + offset] = found.costs[i]
+        suffixes.update(i + offset for i in found.suffixes)
+        self.states += found.states
+        return found.root + offset
+
+    def _template(self, first: int, root: int, states: int) -> Template:
+        """The nodes built from `first` on, with root `root` and net `states`, as a template."""
+        nodes, cost, suffixes = self.grammar.nodes, self._cost, self.grammar.suffixes
+        end = len(nodes)
+        if any(c < first for node in nodes[first:end] for c in node.children):
+            raise TrgcError("E_INTERNAL", "a stamped subtree uses a node made outside it")
+        return Template(
+            tuple(
+                Node(kind, line, column, tuple(c - first for c in children), payload)
+                for kind, line, column, children, payload in nodes[first:end]
+            ),
+            tuple(cost[i] for i in range(first, end)),
+            tuple(i - first for i in range(first, end) if i in suffixes),
+            root - first,
+            states,
+            self._gross(first, end),
+        )
 
     def _gross(self, first: int, end: int) -> int:
         """The states nodes `first..end` added one by one, before `seq` gave back the empties

@@ -9,6 +9,7 @@ per recursive rule (in rule order) follow the byte atoms. The final byte classes
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from trgc.automata.utf8 import utf8_sequences
@@ -23,7 +24,7 @@ class Alphabet:
     atom_lo: tuple[int, ...]  # atom -> its smallest byte
     specials: tuple[str, ...]  # sorted special-token names
     calls: tuple[str, ...]  # recursive rule names, one call symbol each
-    class_seqs: dict[int, list]  # CLASS node index -> its UTF-8 byte-range sequences
+    class_seqs: dict[int, tuple]  # CLASS node index -> its UTF-8 byte-range sequences
 
     @property
     def n_byte_atoms(self) -> int:
@@ -63,12 +64,23 @@ def describe_byte(b: int) -> str:
     return f"0x{b:02x}"
 
 
+@functools.lru_cache(maxsize=1024)
+def _class_sequences(ranges: tuple[tuple[int, int], ...]) -> tuple[tuple, frozenset[int]]:
+    """A class's UTF-8 byte-range sequences and the atom boundaries they need (every range's
+    first byte and the byte after its last), memoised for the process: the schemas a server
+    compiles use the same few classes (digits, hex, a string's raw characters) again and
+    again. Bounded; both values are immutable."""
+    seqs = tuple(utf8_sequences(ranges))
+    bounds = frozenset(b for seq in seqs for lo, hi in seq for b in (lo, hi + 1))
+    return seqs, bounds
+
+
 def build_alphabet(grammar: Grammar, recursive_rules: tuple[str, ...]) -> Alphabet:
     """Collect every byte boundary, special name and call symbol of the grammar's arena."""
     starts = {0}
     specials: set[str] = set()
-    class_seqs: dict[int, list] = {}
-    by_payload: dict[tuple, list] = {}  # schemas repeat the same few classes many times
+    class_seqs: dict[int, tuple] = {}
+    by_payload: dict[tuple, tuple] = {}  # schemas repeat the same few classes many times
     literal, char_class, special = Kind.LITERAL, Kind.CLASS, Kind.SPECIAL  # read once
     for index, (kind, _, _, _, payload) in enumerate(grammar.nodes):
         if kind == literal:
@@ -78,11 +90,9 @@ def build_alphabet(grammar: Grammar, recursive_rules: tuple[str, ...]) -> Alphab
             ranges = tuple(payload)
             seqs = by_payload.get(ranges)
             if seqs is None:
-                seqs = by_payload[ranges] = utf8_sequences(ranges)
-                for seq in seqs:
-                    for lo, hi in seq:
-                        starts.add(lo)
-                        starts.add(hi + 1)
+                seqs, bounds = _class_sequences(ranges)
+                by_payload[ranges] = seqs
+                starts.update(bounds)
             class_seqs[index] = seqs
         elif kind == special:
             specials.add(payload)

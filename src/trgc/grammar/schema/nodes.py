@@ -135,14 +135,16 @@ class Builder:
             if found is None:
                 _store(name, self._template(first, root, self.states - states))
             return root
-        nodes, cost, suffixes = self.grammar.nodes, self._cost, self.grammar.suffixes
+        nodes = self.grammar.nodes
         offset = len(nodes)
-        for i, (kind, line, column, children, payload) in enumerate(found.nodes):
-            if children:
-                children = tuple(c + offset for c in children)
-            nodes.append(Node(kind, line, column, children, payload))
-            cost[i + offset] = found.costs[i]
-        suffixes.update(i + offset for i in found.suffixes)
+        append = nodes.append
+        for node in found.nodes:  # a leaf is the template's own (immutable) node
+            if node.children:
+                kind, line, column, children, payload = node
+                node = Node(kind, line, column, tuple([c + offset for c in children]), payload)
+            append(node)
+        self._cost.update(zip(range(offset, offset + len(found.costs)), found.costs, strict=True))
+        self.grammar.suffixes.update([i + offset for i in found.suffixes])
         self.states += found.states
         return found.root + offset
 

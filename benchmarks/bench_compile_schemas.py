@@ -435,8 +435,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--no-peers", action="store_true", help="trgc alone in the corpus section")
     parser.add_argument("--order", choices=("passes", "interleaved"), default="passes",
-                        help="corpus: each engine over every schema in turn (default), or "
-                        "every engine on each schema in turn")  # fmt: skip
+                        help="corpus: passes runs each engine over every schema back to back "
+                        "(default); interleaved runs every engine on each schema in turn")  # fmt: skip
     parser.add_argument("--tokenizer", choices=sorted(TOKENIZERS), default="llama3",
                         help="the peers' vocabulary (default llama3)")  # fmt: skip
     parser.add_argument(

@@ -80,20 +80,14 @@ def build_alphabet(grammar: Grammar, recursive_rules: tuple[str, ...]) -> Alphab
     starts = {0}
     specials: set[str] = set()
     class_seqs: dict[int, tuple] = {}
-    by_payload: dict[tuple, tuple] = {}  # schemas repeat the same few classes many times
     literal, char_class, special = Kind.LITERAL, Kind.CLASS, Kind.SPECIAL  # read once
     for index, (kind, _, _, _, payload) in enumerate(grammar.nodes):
         if kind == literal:
             starts.update(payload)
             starts.update(b + 1 for b in payload)
         elif kind == char_class:
-            ranges = tuple(payload)
-            seqs = by_payload.get(ranges)
-            if seqs is None:
-                seqs, bounds = _class_sequences(ranges)
-                by_payload[ranges] = seqs
-                starts.update(bounds)
-            class_seqs[index] = seqs
+            class_seqs[index], bounds = _class_sequences(tuple(payload))
+            starts.update(bounds)
         elif kind == special:
             specials.add(payload)
     starts.discard(256)

@@ -339,6 +339,30 @@ def test_encoding_an_invalid_artifact_is_internal_error():
     assert code_of(excinfo) == "E_INTERNAL"
 
 
+def test_self_check_catches_a_decoder_that_changes_content(monkeypatch):
+    """The self-check compares the re-encoded sections with the ones just written (it does not
+    hash them again): a decoder that loses anything, here one accepting flag, is E_INTERNAL."""
+    honest = codec._decode
+
+    def lossy(data, limits, *, digest):
+        artifact = honest(data, limits, digest=digest)
+        first = artifact.machines[0]
+        flipped = first.accepting.copy()
+        flipped[-1] = not flipped[-1]
+        changed = Machine(first.name, flipped, first.next, first.calls, first.kind, first.call_bounds)
+        return Artifact(
+            metadata=artifact.metadata, byte_class=artifact.byte_class,
+            n_classes=artifact.n_classes, specials=artifact.specials,
+            machines=(changed, *artifact.machines[1:]), max_depth=artifact.max_depth,
+        )  # fmt: skip
+
+    monkeypatch.setattr(codec, "_decode", lossy)
+    with pytest.raises(TrgcError) as excinfo:
+        tiny().to_bytes()
+    assert code_of(excinfo) == "E_INTERNAL"
+    assert "self-check" in str(excinfo.value)
+
+
 # ------------------------------------------------------------------ atomic write
 
 

@@ -100,6 +100,20 @@ def _source_digest(metadata: dict) -> bytes:
 
 
 def _encode_unchecked(artifact: Artifact) -> bytes:
+    """The canonical bytes of `artifact`, not self-checked."""
+    return _sealed(_encode_body(artifact))
+
+
+def _sealed(body: bytearray) -> bytes:
+    """`body` (every section before DGST) followed by section DGST, its SHA-256."""
+    out = _Writer()
+    out.buf = bytearray(body)  # a copy: the self-check compares `body` itself
+    out.section(b"DGST", hashlib.sha256(body).digest())
+    return bytes(out.buf)
+
+
+def _encode_body(artifact: Artifact) -> bytearray:
+    """Every section of the canonical bytes but the last (DGST, the digest of these)."""
     metadata = artifact.metadata
     n_symbols = artifact.n_symbols
     out = _Writer()
@@ -171,8 +185,7 @@ def _encode_unchecked(artifact: Artifact) -> bytes:
     out.section(b"LIMT", bytes(limt.buf))
 
     out.section(b"SRCH", _source_digest(metadata))
-    out.section(b"DGST", hashlib.sha256(out.buf).digest())
-    return bytes(out.buf)
+    return out.buf
 
 
 def _int32_bytes(array: np.ndarray, machine: str, what: str) -> bytes:
@@ -183,18 +196,21 @@ def _int32_bytes(array: np.ndarray, machine: str, what: str) -> bytes:
 
 def encode(artifact: Artifact) -> bytes:
     """The canonical bytes of `artifact`, self-checked: decoding them and re-encoding gives the
-    same bytes, or `E_INTERNAL` (a compiler bug) is raised."""
+    same bytes, or `E_INTERNAL` (a compiler bug) is raised. The digest is hashed once: the
+    self-check compares the sections it covers, so a second hash would add nothing."""
     cached = artifact._cache.get("canonical")
     if cached is not None:
         return cached
-    data = _encode_unchecked(artifact)
+    body = _encode_body(artifact)
+    data = _sealed(body)
     try:
-        again = _encode_unchecked(decode(data))
+        # the digest was computed from `body` just now: comparing the bodies checks it too
+        again = _encode_body(_decode(data, DEFAULT_LIMITS, digest=False))
     except TrgcError as error:
         raise TrgcError(
             "E_INTERNAL", f"encoded artifact fails its own validation: {error}"
         ) from None
-    if again != data:
+    if again != body:
         raise TrgcError(
             "E_INTERNAL", "artifact self-check failed: decode and re-encode changed the bytes"
         )
@@ -593,8 +609,13 @@ def decode(data: bytes, *, limits: Limits = DEFAULT_LIMITS) -> Artifact:
     the stack, tables within the artifact's own limits). `limits` are the reader's: `max_depth`
     must not exceed its max_depth (stacks are allocated from it). Errors: `E_ARTIFACT_MAGIC`,
     `E_ARTIFACT_VERSION`, `E_ARTIFACT_TRUNCATED`, `E_ARTIFACT_CORRUPT`, `E_LIMIT_MAX_DEPTH`."""
-    data = bytes(data)
-    sections = _frame_sections(data)
+    return _decode(bytes(data), limits, digest=True)
+
+
+def _decode(data: bytes, limits: Limits, *, digest: bool) -> Artifact:
+    """`decode`; without `digest` the DGST section is framed but not compared (`encode`'s
+    self-check, which has just computed it)."""
+    sections = _frame_sections(data, digest=digest)
     metadata = _decode_metadata(data, *sections[b"META"])
     specials = _decode_specials(data, *sections[b"SPEC"])
     byte_class, n_classes = _decode_byte_classes(data, *sections[b"BCLS"])

@@ -123,7 +123,8 @@ def build_tables(
         start = grammar.rules[getattr(analysis, "start", 0)].name
     owners = _owners(grammar, rule_index, budget)
     expand: frozenset[int] = frozenset()
-    planned = _specs(grammar, analysis, rule_index, start, owners, frozenset())
+    planned_with: frozenset[str] = frozenset()  # the inlined rules `planned` was made with
+    planned = _specs(grammar, analysis, rule_index, start, owners, planned_with)
     # shared rules whose call certainly conflicts: inlined from the first attempt
     inline = certain_conflicts(
         grammar,
@@ -137,7 +138,10 @@ def build_tables(
     attempts = 0
     while True:
         attempts += 1
-        specs = _specs(grammar, analysis, rule_index, start, owners, inline)
+        if inline != planned_with:  # the plan depends on nothing else
+            planned_with = inline
+            planned = _specs(grammar, analysis, rule_index, start, owners, inline)
+        specs = planned
         info = RuleInfo(
             rule_index,
             tuple(analysis.recursive),

@@ -146,8 +146,12 @@ def trim_unproductive(
         if name not in productive:
             continue
         table, keep = tables[name], live[name]
+        callees = cols[name].callees
+        if all(c in productive for c in callees) and keep.all():
+            out[name] = table  # every state live, every call kept: nothing to drop
+            continue
         n = table.n_states
-        allowed = _allowed(cols[name], frozenset(c for c in cols[name].callees if c in productive))
+        allowed = _allowed(cols[name], frozenset(c for c in callees if c in productive))
         target_live = np.append(keep, False)[np.where(table.next < 0, n, table.next)]
         mask = target_live & keep[:, None] & allowed[None, :]
         out[name] = table.with_next(np.where(mask, table.next, NONE).astype(np.int32))

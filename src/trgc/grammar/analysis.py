@@ -69,7 +69,7 @@ def analyze(grammar: Grammar, *, strict: bool = False, budget: Budget) -> Analys
             scc_of[r] = i
     recursive = [len(sccs[scc_of[r]]) > 1 or r in refs[r] for r in range(len(grammar.rules))]
     reachable = _reachable(start, refs, budget)
-    ctx.structure(node_nullable, reachable, strict)
+    ctx.structure(node_nullable, reachable, strict, any(recursive))
     return Analysis(
         rule_index=rule_index,
         start=start,
@@ -356,10 +356,15 @@ class _Context:
 
     # -- phase 2: structure ---------------------------------------------------------------
 
-    def structure(self, node_nullable: list[bool], reachable: list[bool], strict: bool) -> None:
+    def structure(
+        self, node_nullable: list[bool], reachable: list[bool], strict: bool, cyclic: bool
+    ) -> None:
+        """Errors of shape: nullable repetitions, nullable cycles, left recursion and (with
+        `strict`) unreachable rules. The cycles are cycles of the reference graph, so a grammar
+        whose reference graph has none (not `cyclic`) is not searched for them."""
         grammar = self.grammar
         errors = self._nullable_repetitions(node_nullable)
-        left, alone = self._leading_refs(node_nullable)
+        left, alone = self._leading_refs(node_nullable) if cyclic else ([], [])
         on_nullable_cycle = [False] * len(grammar.rules)
         for comp, cycle in self._cycles(alone):
             for r in comp:

@@ -169,12 +169,15 @@ def build_tables(
 def _owners(grammar: Grammar, rule_index: dict[str, int], budget: Budget) -> dict[int, str]:
     """The rule each repetition node is written in (the first rule whose body holds it)."""
     owners: dict[int, str] = {}
+    nodes = grammar.nodes
     for name, i in sorted(rule_index.items(), key=lambda item: item[1]):
         stack = [grammar.rules[i].body]
         while stack:
             node_id = stack.pop()
-            budget.charge(1, "machine planning")
-            node = grammar.nodes[node_id]
+            budget.used += 1  # one operation per node (`Budget.charge`, inlined)
+            if budget.used > budget.limit:
+                budget.charge(0, "machine planning")
+            node = nodes[node_id]
             if node.kind == K_REPEAT and node_id not in owners:
                 owners[node_id] = name
             stack.extend(node.children)

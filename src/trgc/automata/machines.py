@@ -301,7 +301,7 @@ def _attempt(
     # trimming only removes edges: a machine that kept all of them is still minimal
     dfas = {
         name: table
-        if table.n_transitions == built_tables[name].n_transitions
+        if table is built_tables[name] or table.n_transitions == built_tables[name].n_transitions
         else minimize_table(table, budget)
         for name, table in sorted(dfas.items())
     }

@@ -78,26 +78,25 @@ def _class_sequences(ranges: tuple[tuple[int, int], ...]) -> tuple[tuple, frozen
 def build_alphabet(grammar: Grammar, recursive_rules: tuple[str, ...]) -> Alphabet:
     """Collect every byte boundary, special name and call symbol of the grammar's arena."""
     starts = {0}
+    literal_bytes: set[int] = set()  # each is a boundary, and so is the byte after it
     specials: set[str] = set()
     class_seqs: dict[int, tuple] = {}
     literal, char_class, special = Kind.LITERAL, Kind.CLASS, Kind.SPECIAL  # read once
     for index, (kind, _, _, _, payload) in enumerate(grammar.nodes):
         if kind == literal:
-            starts.update(payload)
-            starts.update(b + 1 for b in payload)
+            literal_bytes.update(payload)
         elif kind == char_class:
             class_seqs[index], bounds = _class_sequences(tuple(payload))
             starts.update(bounds)
         elif kind == special:
             specials.add(payload)
+    starts.update(literal_bytes)
+    starts.update(b + 1 for b in literal_bytes)
     starts.discard(256)
     atom_lo = tuple(sorted(starts))
-    atom_of_byte = []
-    atom = -1
-    for b in range(256):
-        if atom + 1 < len(atom_lo) and atom_lo[atom + 1] == b:
-            atom += 1
-        atom_of_byte.append(atom)
+    atom_of_byte: list[int] = []
+    for atom, (lo, hi) in enumerate(zip(atom_lo, (*atom_lo[1:], 256), strict=True)):
+        atom_of_byte.extend([atom] * (hi - lo))
     return Alphabet(
         tuple(atom_of_byte), atom_lo, tuple(sorted(specials)), recursive_rules, class_seqs
     )

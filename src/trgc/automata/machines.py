@@ -386,7 +386,7 @@ def _same_machines(
         return out
 
     classes = partition(None)
-    while True:
+    while len(set(classes.values())) < len(names):  # refining only splits: singletons are final
         refined = partition(classes)
         if len(set(refined.values())) == len(set(classes.values())):
             break

@@ -349,7 +349,9 @@ def test_self_check_catches_a_decoder_that_changes_content(monkeypatch):
         first = artifact.machines[0]
         flipped = first.accepting.copy()
         flipped[-1] = not flipped[-1]
-        changed = Machine(first.name, flipped, first.next, first.calls, first.kind, first.call_bounds)
+        changed = Machine(
+            first.name, flipped, first.next, first.calls, first.kind, first.call_bounds
+        )
         return Artifact(
             metadata=artifact.metadata, byte_class=artifact.byte_class,
             n_classes=artifact.n_classes, specials=artifact.specials,

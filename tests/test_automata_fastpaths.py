@@ -17,7 +17,7 @@ import pytest
 
 import trgc
 from schema_helpers import CORPORA
-from trgc.automata import boolean, reference
+from trgc.automata import boolean, jit, minimize_kernel, reference
 from trgc.automata import nfa as nfa_module
 from trgc.automata.alphabet import Alphabet
 from trgc.automata.dfa import Counter, Table, determinize_table
@@ -260,6 +260,7 @@ def _count_calls(monkeypatch, module, name: str) -> list:
 def test_long_chains_minimise_as_hopcroft_over_every_column_does(monkeypatch):
     import trgc.automata.minimize as minimize
 
+    monkeypatch.setattr(jit, "FORCE", False)  # the Python path, whose steps are counted
     finite_passes = _count_calls(monkeypatch, minimize, "_finite_classes")
     exact_passes = _count_calls(monkeypatch, minimize, "_hopcroft")
     rng = random.Random(11)
@@ -269,15 +270,15 @@ def test_long_chains_minimise_as_hopcroft_over_every_column_does(monkeypatch):
         plain = _hopcroft_everywhere(table)
         assert fast.next.tolist() == plain.next.tolist()
         assert fast.accepting.tolist() == plain.accepting.tolist()
-    assert len(finite_passes) >= 20  # a third of them did take the long-chain path
-    # and that path settled them: the exact classes are right, not repaired by Hopcroft's
+    assert len(finite_passes) == 60  # every table's finite states classified first
+    # and that settled most of them: the exact classes are right, not repaired by Hopcroft's
     assert len(exact_passes) <= len(finite_passes) // 2
 
 
-def test_large_tables_with_long_chains_classify_them_before_the_rounds(monkeypatch):
-    """A table of `CHAIN_CHECK_STATES` or more whose finite states form more levels than
-    `MOORE_ROUNDS` is classified first and then refined by the rounds, never by rounds run in
-    vain before; the result is Hopcroft's."""
+def test_large_tables_classify_their_finite_states_before_the_rounds(monkeypatch):
+    """A table of `CHAIN_CHECK_STATES` or more (left to the Python path) classifies its finite
+    states first and only then runs the rounds, so a long chain never costs a round per
+    state; the result is Hopcroft's."""
     import trgc.automata.minimize as minimize
 
     order: list[str] = []
@@ -289,7 +290,7 @@ def test_large_tables_with_long_chains_classify_them_before_the_rounds(monkeypat
             lambda *args, _real=real, _name=name: order.append(_name) or _real(*args),
         )
     rng = random.Random(5)
-    first_passes = 0
+    chained = 0
     for _ in range(12):
         table = random_chain_table(rng, (minimize.CHAIN_CHECK_STATES, 900))
         order.clear()
@@ -297,10 +298,9 @@ def test_large_tables_with_long_chains_classify_them_before_the_rounds(monkeypat
         plain = _hopcroft_everywhere(table)
         assert fast.next.tolist() == plain.next.tolist()
         assert fast.accepting.tolist() == plain.accepting.tolist()
-        chained = len(minimize._finite_levels(table, Budget(10**9))) > minimize.MOORE_ROUNDS
-        assert (order[:2] == ["_finite_classes", "_moore"]) == chained
-        first_passes += chained
-    assert first_passes >= 6
+        assert order[:2] == ["_finite_classes", "_moore"]
+        chained += len(minimize._finite_levels(table, Budget(10**9))) > minimize.MOORE_ROUNDS
+    assert chained >= 6  # chains the rounds alone could not have settled
 
 
 @pytest.mark.parametrize(
@@ -321,11 +321,12 @@ def test_bounded_patterns_compile_to_the_same_bytes_with_the_plain_paths(monkeyp
     )
     monkeypatch.setattr(nfa_module._Builder, "_tiled", lambda *args: None)  # operands as NFAs
     monkeypatch.setattr(minimize, "_moore", lambda table, block, budget: False)
-    monkeypatch.setattr(minimize, "_finite_classes", lambda table, block, budget, levels: None)
+    monkeypatch.setattr(minimize, "_finite_classes", lambda table, block, budget, levels=None: None)
     assert trgc.compile_schema(schema, separators="compact").to_bytes() == fast
 
 
-def test_finite_classes_are_the_exact_classes_of_the_finite_states():
+@pytest.mark.parametrize("kernel", [False, True])
+def test_finite_classes_are_the_exact_classes_of_the_finite_states(monkeypatch, kernel):
     """`_finite_classes` on its own (the rounds and Hopcroft's repair after it would hide a
     wrong class, at a cost in time only): on the finite states, two states share a class
     exactly when Hopcroft's refinement over every column puts them together; narrow levels
@@ -333,6 +334,7 @@ def test_finite_classes_are_the_exact_classes_of_the_finite_states():
     accepting (so that acceptance alone tells states of one level apart)."""
     import trgc.automata.minimize as minimize
 
+    monkeypatch.setattr(jit, "FORCE", kernel)
     rng = random.Random(3)
     checked = 0
     for width in (4, 4, 4, 4, 12, 12, 12, 12):
@@ -351,7 +353,11 @@ def test_finite_classes_are_the_exact_classes_of_the_finite_states():
         exact[: table.n_states] = table.accepting
         exact[-1] = -1
         _hopcroft(table, exact, Budget(10**9))
-        finite = [s for level in minimize._finite_levels(table, Budget(10**9)) for s in level]
+        levels = minimize._finite_levels(table, Budget(10**9))
+        if isinstance(levels, minimize_kernel.Levels):  # the kernel's: states level by level
+            finite = levels.states.tolist()
+        else:
+            finite = [s for level in levels for s in level]
         if len(finite) < 20:
             continue  # a back edge near the end: few finite states
         checked += width

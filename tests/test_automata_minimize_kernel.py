@@ -78,7 +78,7 @@ def test_the_kernel_is_the_python_minimisation(seed, n, k):
 
 def test_random_cases_reach_both_paths_and_the_budget():
     """The random tables above reach what they should: minimal tables the kernel settles,
-    tables it leaves to the Python path (more levels than `MOORE_ROUNDS`), and the budget
+    tables it leaves to the Python path (a cycle longer than `MOORE_ROUNDS`), and the budget
     refused at each kind of charge."""
     statuses, refusals = set(), set()
     rng = random.Random(11)
@@ -91,10 +91,10 @@ def test_random_cases_reach_both_paths_and_the_budget():
             if result[0] == "E_LIMIT_OPERATIONS":
                 refusals.add(min(used - 5, 3))  # at the saving/entries charge, or a round
             assert _outcome(table, False, budget, monkeypatch) == (result, used)
-        chain = _chain(120)  # one round per state: the rounds cannot settle in 48
-        statuses.add(_kernel_status(chain))
-        assert _outcome(chain, True, 10**9, monkeypatch) == _outcome(chain, False, 10**9,
-                                                                     monkeypatch)  # fmt: skip
+        ring = _chain(120, cyclic=True)  # one round per state: they cannot settle in 48
+        statuses.add(_kernel_status(ring))
+        assert _outcome(ring, True, 10**9, monkeypatch) == _outcome(ring, False, 10**9,
+                                                                    monkeypatch)  # fmt: skip
     assert statuses == {minimize_kernel.SETTLED, minimize_kernel.UNSETTLED}
     assert len(refusals) >= 2
 
@@ -114,13 +114,38 @@ def test_hash_collisions_are_caught_by_the_check(monkeypatch):
     assert unsettled > 20
 
 
-def _chain(n: int) -> Table:
-    """0 -> 1 -> ... -> n-1 on one segment, the last state accepting: nothing to merge."""
+def _chain(n: int, cyclic: bool = False) -> Table:
+    """0 -> 1 -> ... -> n-1 (-> 0 if `cyclic`) on one segment, the last state accepting:
+    nothing to merge."""
     nxt = np.full((n, 1), -1, dtype=np.int32)
     nxt[:-1, 0] = np.arange(1, n, dtype=np.int32)
+    if cyclic:
+        nxt[-1, 0] = 0
     accepting = np.zeros(n, dtype=bool)
     accepting[-1] = True
     return Table(nxt, accepting, np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64))
+
+
+def test_finite_states_are_classified_before_the_rounds(monkeypatch):
+    """A chain of 120 states has 120 levels of finite states: classified exactly first, so
+    one round confirms the partition (the rounds alone would need one per state, more than
+    `MOORE_ROUNDS`), in the kernel and in the Python path alike, with the same charges."""
+    chain = _chain(120)
+    kept = minimize.distinct_columns(chain.next)
+    narrow = np.ascontiguousarray(chain.next[:, kept])
+    status, rounds, leveled, entries, *_ = minimize_kernel.minimize(
+        narrow, chain.next, chain.accepting, minimize.multipliers(narrow.shape[1] + 1),
+        minimize.MOORE_ROUNDS,
+    )  # fmt: skip
+    assert (status, rounds) == (minimize_kernel.SETTLED, 1)
+    assert leveled == entries == 120 + 119  # states and transitions, once each
+    rounds_run = []
+    real_moore = minimize._moore
+    monkeypatch.setattr(jit, "FORCE", False)
+    monkeypatch.setattr(minimize, "_moore", lambda *a: rounds_run.append(1) or real_moore(*a))
+    assert _outcome(chain, False, 10**9, monkeypatch) == _outcome(chain, True, 10**9,
+                                                                  monkeypatch)  # fmt: skip
+    assert rounds_run == [1]  # the Python path: one call of the rounds, which settled
 
 
 def _kernel_status(table: Table) -> int:
@@ -279,24 +304,17 @@ def test_each_compiled_step_is_its_python_step(seed, n, k, collide):
 
 
 def test_the_large_cases_reach_every_path(monkeypatch):
-    """The large tables above reach each branch of the Python path: more finite levels than
-    rounds (classes first), rounds that do not settle (classes after), and Hopcroft."""
-    reached = set()
-    real_hopcroft, real_classes = minimize._hopcroft, minimize._finite_classes
-
-    def hopcroft(*args):
-        reached.add("hopcroft")
-        return real_hopcroft(*args)
-
-    def classes(table, block, budget, levels=None):
-        reached.add("classes after rounds" if levels is None or len(levels) <= 48 else
-                    "classes first")  # fmt: skip
-        return real_classes(table, block, budget, levels)
-
-    monkeypatch.setattr(minimize, "_hopcroft", hopcroft)
-    monkeypatch.setattr(minimize, "_finite_classes", classes)
+    """The large tables above reach each ending of the Python path: rounds that settle after
+    the finite states' classes, and rounds that do not, repaired by Hopcroft."""
+    endings = []
+    real_hopcroft = minimize._hopcroft
+    monkeypatch.setattr(minimize, "_hopcroft", lambda *a: endings.append("hopcroft")
+                        or real_hopcroft(*a))  # fmt: skip
     monkeypatch.setattr(jit, "FORCE", True)
     rng = random.Random(3)
     for _ in range(30):
+        before = len(endings)
         minimize.minimize_table(_large_table(rng), Budget(10**9))
-    assert reached == {"hopcroft", "classes first", "classes after rounds"}
+        if len(endings) == before:
+            endings.append("settled")
+    assert set(endings) == {"hopcroft", "settled"}

@@ -6,26 +6,27 @@ segment, either both lack a transition or move to equivalent states: the coarses
 refinement of {accepting, rejecting}. The result does not depend on how it is found (that
 partition is unique), and it is renumbered breadth-first, segments ascending.
 
-`minimize_table` first runs Moore's rounds (Moore 1956) over the whole table at once (numpy):
-a state's signature is its own block and the blocks of its successors, per segment; each round
-hashes every signature to one 64-bit word (`grouping.multipliers`) and renumbers the blocks by
-word, until the number of blocks stops growing. Equivalent states always get equal words, so
-the partition is never finer than the coarsest one; a hash collision could only merge too
-much, so the final partition is checked exactly: acceptance and successor blocks agree within
-every block. Stable and never too fine, it is the coarsest one. DFAs from grammars need few
-rounds (about as many as the longest stretch two states' futures agree on), and each costs a
-few numpy calls. Long acyclic chains (a bounded string intersected with a pattern) need one
-round per state: their *finite* states, from which no cycle is reachable, are classified
-exactly in one pass in reverse topological order (`_finite_classes`) and the rounds refine the
-rest from there, when the rounds alone do not settle within `MOORE_ROUNDS`, or from the start
-when a table of `CHAIN_CHECK_STATES` or more has more levels of finite states than that (the
-rounds would run in vain). When the rounds still do not settle or the check fails, Hopcroft's
-algorithm (Hopcroft 1971), O(m log n) in Python, refines from the partition reached. It works
-without a sink if every initial block starts in the worklist (Valmari and Lehtinen, "Efficient
-minimization of DFAs with partial transition functions", 2008); when a block that is not
-waiting is split, only the smaller half is queued.
+`minimize_table` first classifies the *finite* states, from which no cycle is reachable,
+exactly in one pass in reverse topological order (`_finite_levels`, `_finite_classes`); the
+others start from their acceptance. Moore's rounds (Moore 1956) then refine the partition
+over the whole table at once (numpy): a state's signature is its own block and the blocks of
+its successors, per segment; each round hashes every signature to one 64-bit word
+(`grouping.multipliers`) and renumbers the blocks by word, until the number of blocks stops
+growing. Equivalent states always get equal words, so the partition is never finer than the
+coarsest one; a hash collision could only merge too much, so the final partition is checked
+exactly: acceptance and successor blocks agree within every block. Stable and never too fine,
+it is the coarsest one. The rounds needed are about as many as the longest stretch two
+states' futures agree on, which for finite states is their longest path: a long acyclic chain
+(a bounded string intersected with a pattern, a machine of a schema with bounded whitespace)
+would need one round per state, and classified first it needs one round in all. When 48 rounds
+(`MOORE_ROUNDS`) do not settle or the check fails, Hopcroft's algorithm (Hopcroft 1971),
+O(m log n) in Python, refines from the partition reached. It works without a sink if every
+initial block starts in the worklist (Valmari and Lehtinen, "Efficient minimization of DFAs
+with partial transition functions", 2008); when a block that is not waiting is split, only
+the smaller half is queued.
 
-The rounds charge the budget one operation per state and transition, once (the whole-array
+The finite levels charge one operation per state and per distinct successor pair. The rounds
+charge the budget one operation per state and transition, once (the whole-array
 work of at most `MOORE_ROUNDS` rounds costs less than one Python step per element), plus one
 per round; Hopcroft's algorithm charges per state and transition it examines (at least every
 transition once, so the rounds charge less than it would whenever they settle).
@@ -118,7 +119,8 @@ def _moore(table: Table, block: np.ndarray, budget: Budget) -> bool:
 # whole arrays (its keys compared as bytes); a narrower one (a chain) state by state, where
 # numpy's call overhead would cost more than the loop
 WIDE_LEVEL = 8
-# tables of at least this many states look for long chains before the rounds (`minimize_table`)
+# tables below this many states are minimised in one compiled call where numba is loaded
+# (`minimize_kernel`); larger ones run the steps below, numpy's rounds among them
 CHAIN_CHECK_STATES = 512
 
 
@@ -157,9 +159,9 @@ def _finite_classes(
     budget: Budget,
     levels: list[list[int]] | minimize_kernel.Levels | None = None,
 ) -> None:
-    """The partition to refine from when rounds do not settle (`block`, int64[n + 1], in
-    place): the exact classes of the finite states (`_finite_levels`, computed unless given),
-    and the others by acceptance.
+    """The partition the rounds refine from (`block`, int64[n + 1], in place): the exact
+    classes of the finite states (`_finite_levels`, computed unless given), and the others
+    by acceptance.
 
     Two equivalent states have the same paths (as column sequences), so a finite state is
     never equivalent to one that reaches a cycle, nor to one whose longest path is longer.
@@ -178,12 +180,17 @@ def _finite_classes(
         return
     accepting = table.accepting.tolist()
     targets = np.where(table.next < 0, n, table.next)
+    rows = targets.tolist()  # for the state-by-state levels
     label = np.full(n + 1, -1, dtype=np.int64)  # label[n]: no transition
-    labels = [-1] * (n + 1)  # the same as a list, for the state-by-state levels
+    labels = [-1] * (n + 1)  # the same as a list, ahead of `label` by the states in `unsynced`
+    unsynced: list[int] = []
     count = 0
     for level in levels:
         classes: dict[object, int] = {}
         if len(level) >= WIDE_LEVEL:
+            if unsynced:  # the array catches up once per wide level, not once per level
+                label[unsynced] = [labels[s] for s in unsynced]
+                unsynced = []
             states = np.array(level, dtype=np.int64)
             keys = label[targets[states]]
             keys[:, 0] = keys[:, 0] * 2 + table.accepting[states]  # labels are >= -1
@@ -195,12 +202,12 @@ def _finite_classes(
                 )
         else:  # states of one level with equal keys are equivalent; other levels never are
             for s in level:
-                key = (accepting[s], *[labels[t] for t in targets[s].tolist()])
+                key = (accepting[s], *[labels[t] for t in rows[s]])
                 labels[s] = classes.setdefault(key, count + len(classes))
-        label[level] = [labels[s] for s in level]
+        unsynced.extend(level)
         count += len(classes)
-    finite = label[:n] >= 0
-    block[:n] = np.where(finite, label[:n] + 2, table.accepting)
+    finite = np.array(labels[:n], dtype=np.int64)
+    block[:n] = np.where(finite >= 0, finite + 2, table.accepting)
 
 
 def _hopcroft(table: Table, block: np.ndarray, budget: Budget) -> None:
@@ -295,19 +302,10 @@ def minimize_table(table: Table, budget: Budget) -> Table:
     block[:n] = table.accepting
     block[n] = -1
     budget.charge(saved, "minimisation")
-    # a chain longer than the rounds would make them all run in vain: a large table whose
-    # finite states form more levels than that classifies them first
-    levels = _finite_levels(narrow, budget) if n >= CHAIN_CHECK_STATES else None
-    if levels is not None and len(levels) > MOORE_ROUNDS:
-        _finite_classes(narrow, block, budget, levels)
-        settled = _moore(narrow, block, budget)
-    else:
-        settled = _moore(narrow, block, budget)
-        if not settled:
-            # long chains: classify the states with finitely many paths exactly, then refine
-            # the others from there
-            _finite_classes(narrow, block, budget, levels)
-            settled = _moore(narrow, block, budget)
+    # the states with finitely many paths classified exactly in one pass, the others by
+    # acceptance: the rounds then refine only what reaches a cycle
+    _finite_classes(narrow, block, budget)
+    settled = _moore(narrow, block, budget)
     if not settled:
         # the rounds reached a partition never finer than the coarsest one; split it by
         # acceptance (a collision may have merged across) and refine it exactly
@@ -327,13 +325,14 @@ def _minimize_compiled(table: Table, narrow: Table, saved: int, budget: Budget) 
     """`minimize_table` by `minimize_kernel`, charging what the Python path charges in the
     same order (the distinct columns' saving, the states and transitions, one per round);
     None, with nothing charged, when its rounds do not settle or fail the check."""
-    status, rounds, entries, next_table, accepting = minimize_kernel.minimize(
+    status, rounds, leveled, entries, next_table, accepting = minimize_kernel.minimize(
         narrow.next, np.ascontiguousarray(table.next), table.accepting,
         multipliers(narrow.next.shape[1] + 1), MOORE_ROUNDS,
     )  # fmt: skip
     if status != minimize_kernel.SETTLED:
         return None
     budget.charge(saved, "minimisation")
+    budget.charge(int(leveled), "minimisation")
     _charge_rounds(budget, int(entries), rounds)
     return table.with_next(next_table, accepting)
 

@@ -15,10 +15,10 @@ what follows do not depend on how blocks are numbered: the coarsest partition is
 the renumbering breadth-first from the start state makes the table canonical, so the
 representatives and the quotient's numbering are free here.
 
-Small tables (`minimize`, `_whole`): a table below `minimize.CHAIN_CHECK_STATES` states
-whose rounds settle within `MOORE_ROUNDS` and pass the check, in one call. Anything else
-(`UNSETTLED`) is left to the Python path from the start, with nothing charged, so it charges
-and refines as it always does.
+Small tables (`minimize`, `_whole`): a table below `minimize.CHAIN_CHECK_STATES` states, its
+finite states classified, whose rounds then settle within `MOORE_ROUNDS` and pass the check,
+in one call. Anything else (`UNSETTLED`) is left to the Python path from the start, with
+nothing charged, so it charges and refines as it always does.
 
 Large tables keep the Python path's control flow, and its steps other than the rounds run
 here: the distinct columns, the finite levels (Kahn's algorithm, predecessors in ascending
@@ -312,20 +312,21 @@ def _quotient(full, accepting, block):
 
 
 def _whole(narrow, full, accepting, weights, max_rounds):
-    """(status, rounds, entries charged, next, accepting) of the minimal table of `full`
-    (its distinct columns `narrow`) by the rounds from acceptance; empty arrays unless they
-    settled and passed the check."""
+    """(status, rounds, entries charged by the levels, entries charged by the rounds, next,
+    accepting) of the minimal table of `full` (its distinct columns `narrow`): the finite
+    states classified exactly, the rounds from there; empty arrays unless the rounds settled
+    and passed the check."""
     n = narrow.shape[0]
     block = np.empty(n + 1, dtype=np.int64)
-    for s in range(n):
-        block[s] = 1 if accepting[s] else 0
     block[n] = -1
+    states, bounds, leveled = _levels(narrow)
+    _classes(narrow, accepting, states, bounds, weights, block)
     status, rounds, charged = _rounds(narrow, accepting, weights, max_rounds, block)
     if status != SETTLED:
         none_next = np.empty((0, full.shape[1]), dtype=np.int32)
-        return status, rounds, charged, none_next, np.empty(0, dtype=np.bool_)
+        return status, rounds, leveled, charged, none_next, np.empty(0, dtype=np.bool_)
     out, out_accepting = _quotient(full, accepting, block)
-    return status, rounds, charged, out, out_accepting
+    return status, rounds, leveled, charged, out, out_accepting
 
 
 class Levels(NamedTuple):

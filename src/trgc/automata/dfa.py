@@ -24,6 +24,7 @@ from __future__ import annotations
 from array import array
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
+from functools import cached_property
 from typing import NamedTuple
 
 import numpy as np
@@ -73,9 +74,10 @@ class Table:
         """Atoms per segment."""
         return self.seg_hi - self.seg_lo + 1
 
-    @property
+    @cached_property
     def n_transitions(self) -> int:
-        """Transitions counted per atom, as in the atom-level DFA."""
+        """Transitions counted per atom, as in the atom-level DFA (counted once: a table's
+        arrays are never written after it is made; `with_next` makes a new one)."""
         return int((self.next >= 0).sum(axis=0) @ self.width) if self.next.size else 0
 
     def columns_at(self, atoms: np.ndarray) -> np.ndarray:

@@ -248,8 +248,8 @@ def _large_table(rng: random.Random) -> Table:
 @given(seed=st.integers(0, 2**32 - 1))
 def test_large_tables_take_the_compiled_steps(seed):
     """Above `CHAIN_CHECK_STATES` the Python path runs with its finite levels, their classes,
-    the quotient and the distinct columns compiled (the rounds stay numpy's there): the same
-    table, budget used and refusals as with every step in Python."""
+    the rounds, the quotient and the distinct columns compiled: the same table, budget used
+    and refusals as with every step in Python."""
     rng = random.Random(seed)
     table = _large_table(rng)
     budget = rng.randint(1, 6000) if rng.random() < 0.3 else 10**9
@@ -305,11 +305,16 @@ def test_each_compiled_step_is_its_python_step(seed, n, k, collide):
 
 def test_the_large_cases_reach_every_path(monkeypatch):
     """The large tables above reach each ending of the Python path: rounds that settle after
-    the finite states' classes, and rounds that do not, repaired by Hopcroft."""
+    the finite states' classes, and rounds that do not, repaired by Hopcroft; their rounds
+    are the compiled ones wherever the kernels run."""
     endings = []
     real_hopcroft = minimize._hopcroft
     monkeypatch.setattr(minimize, "_hopcroft", lambda *a: endings.append("hopcroft")
                         or real_hopcroft(*a))  # fmt: skip
+    compiled = []
+    real_rounds = minimize_kernel.rounds
+    monkeypatch.setattr(minimize_kernel, "rounds", lambda table, *a: compiled.append(
+        table.shape[0]) or real_rounds(table, *a))  # fmt: skip
     monkeypatch.setattr(jit, "FORCE", True)
     rng = random.Random(3)
     for _ in range(30):
@@ -318,3 +323,4 @@ def test_the_large_cases_reach_every_path(monkeypatch):
         if len(endings) == before:
             endings.append("settled")
     assert set(endings) == {"hopcroft", "settled"}
+    assert len(compiled) == 30 and min(compiled) >= minimize.CHAIN_CHECK_STATES

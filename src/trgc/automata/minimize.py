@@ -11,8 +11,10 @@ exactly in one pass in reverse topological order (`_finite_levels`, `_finite_cla
 others start from their acceptance. Moore's rounds (Moore 1956) then refine the partition
 over the whole table at once (numpy): a state's signature is its own block and the blocks of
 its successors, per segment; each round hashes every signature to one 64-bit word
-(`grouping.multipliers`) and renumbers the blocks by word, until the number of blocks stops
-growing. Equivalent states always get equal words, so the partition is never finer than the
+(`grouping.multipliers`), makes the states of equal words one block, numbered as its first
+state, until the number of blocks stops growing. Numbering a block by its first state (not,
+say, by the rank of its word) makes the numbers a function of the partition alone, so the
+compiled rounds, which find equal words without sorting them, number every block alike. Equivalent states always get equal words, so the partition is never finer than the
 coarsest one; a hash collision could only merge too much, so the final partition is checked
 exactly: acceptance and successor blocks agree within every block. Stable and never too fine,
 it is the coarsest one. The rounds needed are about as many as the longest stretch two
@@ -63,10 +65,11 @@ MOORE_ROUNDS = 48
 
 def _moore(table: Table, block: np.ndarray, budget: Budget) -> bool:
     """Moore rounds from `block` (int64[n + 1], block[n] = -1 for "no transition"), in place;
-    True when they reached the coarsest stable partition."""
+    True when they reached the coarsest stable partition. Compiled where the kernels run
+    (`minimize_kernel.rounds`: the same rounds, blocks and charges)."""
     next_table = table.next
     n, k = next_table.shape
-    if jit.enabled() and 0 < n < CHAIN_CHECK_STATES:
+    if jit.enabled() and n > 0:
         status, rounds, entries = minimize_kernel.rounds(
             next_table, table.accepting, multipliers(k + 1), MOORE_ROUNDS, block
         )
@@ -93,18 +96,20 @@ def _moore(table: Table, block: np.ndarray, budget: Budget) -> bool:
     count = int(np.count_nonzero(np.bincount(block[:n])))
     new = np.empty(n, dtype=bool)
     new[:1] = True
+    positions = np.arange(n, dtype=np.int64)
     for _ in range(MOORE_ROUNDS):
         budget.charge(1, "minimisation")
         words = np.add.reduceat((block[source] + 2).view(np.uint64) * factor, starts)
-        # blocks numbered by word (any order of equal words numbers them alike)
-        order = np.argsort(words)
+        # the states of equal words, one run each after a stable sort, a run's first state
+        # its smallest; a block is numbered as that state, which does not depend on the words
+        # (the kernel finds the same blocks without sorting, so both number them alike)
+        order = np.argsort(words, kind="stable")
         ordered = words[order]
         np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
-        labels = np.cumsum(new)
-        blocks = int(labels[-1])
+        blocks = int(np.count_nonzero(new))
         if blocks == count:
             break
-        block[order] = labels
+        block[order] = order[np.maximum.accumulate(np.where(new, positions, 0))]
         count = blocks
     else:
         return False
@@ -120,7 +125,7 @@ def _moore(table: Table, block: np.ndarray, budget: Budget) -> bool:
 # numpy's call overhead would cost more than the loop
 WIDE_LEVEL = 8
 # tables below this many states are minimised in one compiled call where numba is loaded
-# (`minimize_kernel`); larger ones run the steps below, numpy's rounds among them
+# (`minimize_kernel`); larger ones run the steps below, each compiled there
 CHAIN_CHECK_STATES = 512
 
 
@@ -287,8 +292,8 @@ def minimize_table(table: Table, budget: Budget) -> Table:
     Refinement runs over the distinct columns only (`distinct_columns`); the budget is
     charged as for the whole table. Where the compiler's kernels run (`jit.enabled()`) a
     table below `CHAIN_CHECK_STATES` states whose rounds settle is minimised by
-    `minimize_kernel` in one call, and the steps of this path other than the rounds of a
-    large table are its compiled steps; the same table and charges."""
+    `minimize_kernel` in one call, and the steps of this path are its compiled steps
+    otherwise; the same table and charges."""
     n = table.n_states
     kept = distinct_columns(table.next)
     has = table.next >= 0

@@ -3,13 +3,14 @@ large ones.
 
 The Python path makes about fifteen numpy calls per round and as many around the rounds; on
 the few-hundred-state tables of an ordinary schema that overhead is most of what minimisation
-costs. Here each round is one pass over the transitions and one sort.
+costs. Here each round is one pass over the transitions and one over an open-addressing table of
+the round's words: no sort, so a round is linear in the table.
 
 Same result, same accounting. The rounds are the Python rounds word for word: a state's word
 is the wrapping sum of `(block + 2) * multiplier` over itself and its transitions
-(`grouping.multipliers`), blocks are renumbered by the rank of their word, and the rounds stop
-when the number of blocks stops growing; so they take as many rounds, hash collisions
-included, and the budget is charged the same amounts in the same order (`minimize`
+(`grouping.multipliers`), the states of equal words make one block, numbered as its first
+state, and the rounds stop when the number of blocks stops growing; so they take as many
+rounds, hash collisions included, and the budget is charged the same amounts in the same order (`minimize`
 replays them: the distinct-column saving, the transitions, one per round). The check and
 what follows do not depend on how blocks are numbered: the coarsest partition is unique and
 the renumbering breadth-first from the start state makes the table canonical, so the
@@ -20,16 +21,15 @@ finite states classified, whose rounds then settle within `MOORE_ROUNDS` and pas
 in one call. Anything else (`UNSETTLED`) is left to the Python path from the start, with
 nothing charged, so it charges and refines as it always does.
 
-Large tables keep the Python path's control flow, and its steps other than the rounds run
-here: the distinct columns, the finite levels (Kahn's algorithm, predecessors in ascending
-order, as `minimize._finite_levels` files them), their classes (numbered in order of each
-class's first state, level by level, as `minimize._finite_classes` numbers them) and the
+Large tables keep the Python path's control flow, and its steps run here: the distinct
+columns, the finite levels (Kahn's algorithm, predecessors in ascending order, as
+`minimize._finite_levels` files them), their classes (numbered in order of each class's
+first state, level by level, as `minimize._finite_classes` numbers them), the rounds and the
 quotient. Each gives what its Python step gives, block values included: Hopcroft's
 refinement, which may follow, charges in an order that depends on how blocks are numbered.
-The rounds stay numpy's there: numpy sorts large arrays of words faster than numba's
-`argsort`, and on the tables of 512 to 19,000 states of the JSONSchemaBench sample the
-compiled rounds took 1.4x as long. Everything here runs only where numba is already loaded
-(`jit.enabled()`)."""
+(Rounds that sorted their words, as numpy's do, took 1.4x numpy's time on the sample's tables
+of 512 to 19,000 states: numba's `argsort` is the slower sort; hashed, they take a fifth of
+it.) Everything here runs only where numba is already loaded (`jit.enabled()`)."""
 
 from __future__ import annotations
 
@@ -79,8 +79,10 @@ def _distinct_columns(next_table, multiplier):
 def _rounds(next_table, accepting, weights, max_rounds, block):
     """Moore's rounds from the partition `block[:n]` (non-negative int64 values; `block[n]`
     is -1), in place, then their check: (SETTLED or UNSETTLED, rounds run, entries charged:
-    states plus transitions). `minimize._moore` word for word: the same words, blocks
-    renumbered by the rank of their word, so the same rounds and the same final `block`."""
+    states plus transitions). `minimize._moore` word for word: the same words, each block
+    renumbered as its first state, so the same rounds and the same final `block`. A round
+    finds the distinct words in one pass over an open-addressing table keyed by the full word
+    (equal words, and only they, share a block, as after sorting them), not by a sort."""
     n, k = next_table.shape
     offsets = np.zeros(n + 1, dtype=np.int64)
     for s in range(n):
@@ -106,6 +108,13 @@ def _rounds(next_table, accepting, weights, max_rounds, block):
         if not seen[block[s]]:
             seen[block[s]] = True
             count += 1
+    bits = 1
+    while (1 << bits) < 2 * n:
+        bits += 1
+    mask = (1 << bits) - 1
+    shift = np.uint64(64 - bits)
+    keys = np.empty(mask + 1, dtype=np.uint64)
+    leaders = np.empty(mask + 1, dtype=np.int64)  # the first state of each word, -1: free
     words = np.empty(n, dtype=np.uint64)
     labels = np.empty(n, dtype=np.int64)
     rounds = 0
@@ -117,21 +126,34 @@ def _rounds(next_table, accepting, weights, max_rounds, block):
             for e in range(offsets[s], offsets[s + 1]):
                 word += np.uint64(block[targets[e]] + 2) * factors[e]
             words[s] = word
-        order = np.argsort(words)
-        label = 0
-        for i in range(n):
-            if i == 0 or words[order[i]] != words[order[i - 1]]:
-                label += 1
-            labels[order[i]] = label
-        if label == count:
+        leaders[:] = -1
+        found = 0
+        for s in range(n):
+            word = words[s]
+            j = np.int64((word * _FIBONACCI) >> shift)
+            while True:
+                if leaders[j] < 0:
+                    keys[j] = word
+                    leaders[j] = s
+                    found += 1
+                    break
+                if keys[j] == word:
+                    break
+                j = (j + 1) & mask
+            labels[s] = leaders[j]
+        if found == count:
             settled = True
             break
         for s in range(n):
             block[s] = labels[s]
-        count = label
+        count = found
     if not settled or not _stable(next_table, accepting, block):
         return UNSETTLED, rounds, n + offsets[n]
     return SETTLED, rounds, n + offsets[n]
+
+
+# Fibonacci hashing: a word times 2^64 / golden ratio, its top bits the slot
+_FIBONACCI = np.uint64(0x9E3779B97F4A7C15)
 
 
 def _stable(next_table, accepting, block):

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from trgc.automata import jit, product_kernel
 from trgc.automata.alphabet import Alphabet
 from trgc.automata.dfa import NONE, Table, common_cuts
 from trgc.automata.graph import coreachable
@@ -207,7 +208,10 @@ def _walk(
     order a tuple-by-tuple walk (tuples ascending, classes ascending) meets them, so the
     numbering is that walk's. A tuple is one integer: the operands' states in mixed radix,
     interned to a dense number after each operand but the last, so keys stay small whatever
-    the operands' sizes."""
+    the operands' sizes. Where the compiler's kernels run (`jit.enabled()`) the walk is
+    `product_kernel`'s: the same table, charges and refusals."""
+    if jit.enabled():
+        return _walk_compiled(rows, accepts, lead, lead_atoms, limits, budget, what)
     n_classes = rows[0].shape[1]
     interns: list[dict[int, int]] = [{} for _ in rows[1:-1]]
     state_of: dict[int, int] = {}
@@ -244,6 +248,26 @@ def _walk(
         out.append(level)
     accepting = np.logical_and.reduce([a[p] for a, p in zip(accepts, parts, strict=True)])
     table = np.concatenate(out) if out else np.zeros((0, n_classes), dtype=np.int32)
+    return table, accepting
+
+
+def _walk_compiled(
+    rows: list[np.ndarray],
+    accepts: list[np.ndarray],
+    lead: int,
+    lead_atoms: np.ndarray,
+    limits: Limits,
+    budget: Budget,
+    what: str,
+) -> tuple[np.ndarray, np.ndarray]:
+    """`_walk` by `product_kernel`, raising its refusals as `_walk` does."""
+    totals = np.array([budget.used, budget.limit, limits.states], dtype=np.int64)
+    status, value, table, accepting = product_kernel.walk(rows, accepts, lead, lead_atoms, totals)
+    budget.used = int(totals[product_kernel.T_USED])
+    if status == product_kernel.OVER_BUDGET:
+        budget.charge(value, "boolean product")
+    elif status == product_kernel.OVER_STATES:
+        check_limit("states", limits.states + 1, limits.states, what)
     return table, accepting
 
 

@@ -1,7 +1,8 @@
 """The compiled searches of `automata/graph_kernel.py` against the Python searches of
-`graph.coreachable` and `graph.bfs_order`, on random graphs (self-loops, cycles, unreachable
-parts, duplicate edges, no goal at all) and on every search a compilation of real schemas and
-grammars makes (the productivity analysis, every renumbering)."""
+`graph.coreachable`, `graph.bfs_order` and the table layout's `machines._scan`, on random
+graphs (self-loops, cycles, unreachable parts, duplicate edges, no goal at all, calls) and on
+every search a compilation of real schemas and grammars makes (the productivity analysis,
+every renumbering, every layout)."""
 
 from __future__ import annotations
 
@@ -15,16 +16,20 @@ from hypothesis import strategies as st
 
 import trgc
 import trgc.automata.graph as graph
+import trgc.automata.machines as machines
 import trgc.automata.minimize as minimize
 import trgc.automata.predictive as predictive
 from schema_helpers import BENCH_SUBSETS, CORPORA, compile_ignoring_refusals
 from trgc.automata import jit
+from trgc.automata.predictive import Resolved
+from trgc.limits import Budget
 
 SCHEMAS = sorted((Path(__file__).parents[1] / "schemas").glob("*.json"))
 GRAMMARS = sorted((Path(__file__).parents[1] / "grammars").glob("*.trg"))
 BENCH = CORPORA / "jsonschemabench"
 COREACHABLE = graph.coreachable  # the real ones, before any test replaces them
 BFS_ORDER = graph.bfs_order
+SCAN = machines._scan
 
 
 def _both(monkeypatch, next_table: np.ndarray, goal: np.ndarray) -> np.ndarray:
@@ -69,6 +74,43 @@ def test_the_compiled_breadth_first_order_is_the_python_one(seed, n, k):
     assert len(set(order.tolist())) == order.size
 
 
+def _scan_compared(monkeypatch, r: Resolved, scan, same, per_state: int) -> tuple:
+    """`machines._scan` with the kernels off and on: the same breadth-first order, callees in
+    the same order of first call, the same actions and the same charge."""
+    found = []
+    for kernel in (False, True):
+        monkeypatch.setattr(jit, "FORCE", kernel)
+        budget = Budget(10**9)
+        queue, called, actions = SCAN(r, scan, same, budget, per_state)
+        found.append((list(queue), list(dict.fromkeys(called)), actions, budget.used))
+    assert found[0] == found[1]
+    return found[0]
+
+
+@settings(max_examples=300, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 40), k=st.integers(1, 6))
+def test_the_compiled_layout_scan_is_the_python_one(seed, n, k):
+    rng = random.Random(seed)
+    names = ["a", "b", "c"][: rng.randint(1, 3)]
+    calls = [(rng.choice(names), rng.randrange(n)) for _ in range(rng.randint(0, 5))]
+    density = rng.random()
+
+    def cell() -> int:
+        if rng.random() > density:
+            return -1
+        if calls and rng.random() < 0.3:
+            return -2 - rng.randrange(len(calls))
+        return rng.randrange(n)
+
+    table = np.array([[cell() for _ in range(k)] for _ in range(n)], dtype=np.int32)
+    r = Resolved(table, calls, np.zeros(n, dtype=bool))
+    scan = np.array(sorted(rng.sample(range(k), rng.randint(1, k))), dtype=np.int64)
+    same = {name: rng.choice(names) for name in names}
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        queue, *_ = _scan_compared(monkeypatch, r, scan, same, rng.randint(1, 9))
+    assert queue[0] == 0 and len(set(queue)) == len(queue)
+
+
 def test_a_long_chain_back_to_its_start():
     """Every state of a 3,000-state chain reaches its last one (a worklist as deep as the
     graph), and nothing past a missing edge does."""
@@ -85,9 +127,16 @@ def test_a_long_chain_back_to_its_start():
 
 def _every_search(monkeypatch, raw: bytes, compile_source=None) -> int:
     """Compile `raw` (a schema, or what `compile_source` compiles) on the Python path, with
-    every co-reachability search of the productivity analysis and every breadth-first
-    renumbering made both ways and compared; the number of each compared (the least)."""
-    compared = {"coreachable": 0, "bfs_order": 0}
+    every co-reachability search of the productivity analysis, every breadth-first
+    renumbering and every layout scan made both ways and compared; the number of each
+    compared (the least)."""
+    compared = {"coreachable": 0, "bfs_order": 0, "layout": 0}
+
+    def scan_both(r, scan, same, budget, per_state):
+        compared["layout"] += 1
+        _scan_compared(monkeypatch, r, scan, same, per_state)
+        monkeypatch.setattr(jit, "FORCE", False)
+        return SCAN(r, scan, same, budget, per_state)
 
     def both(next_table, goal):
         compared["coreachable"] += 1
@@ -100,6 +149,7 @@ def _every_search(monkeypatch, raw: bytes, compile_source=None) -> int:
     monkeypatch.setattr(jit, "FORCE", False)  # the renumberings the kernels would replace
     monkeypatch.setattr(predictive, "coreachable", both)
     monkeypatch.setattr(minimize, "bfs_order", bfs_both)
+    monkeypatch.setattr(machines, "_scan", scan_both)
     compile_ignoring_refusals(raw, compile_source)
     return min(compared.values())
 

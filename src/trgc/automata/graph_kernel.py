@@ -1,4 +1,5 @@
-"""`graph.coreachable` compiled with numba, for where the compiler's kernels run.
+"""`graph.coreachable`, `graph.bfs_order` and the table layout's scan (`machines._scan`)
+compiled with numba, for where the compiler's kernels run.
 
 The productivity analysis (`predictive.trim_unproductive`) asks for the co-reachable states
 of every machine, again whenever the set of productive callees grows: seven searches for
@@ -77,12 +78,52 @@ def _bfs_order(next_table, start):
     return queue[:size].copy()
 
 
+def _layout_scan(sub, returns):
+    """`machines._scan` on a machine's table over the scanned columns (`sub`: a state, -1 for
+    none, or -2 - i for call `i`, which goes on to its return state `returns[i]`): (the
+    states reached breadth-first, each row in column order; the calls met, each once, in
+    order of first meeting; the actions in the reached states)."""
+    n, k = sub.shape
+    seen = np.zeros(n, dtype=np.bool_)
+    queue = np.empty(n, dtype=np.int64)
+    met = np.zeros(returns.size, dtype=np.bool_)
+    calls = np.empty(returns.size, dtype=np.int64)
+    n_calls = 0
+    actions = 0
+    seen[0] = True
+    queue[0] = 0
+    size = 1
+    head = 0
+    while head < size:
+        s = queue[head]
+        head += 1
+        for c in range(k):
+            action = sub[s, c]
+            if action == -1:
+                continue
+            actions += 1
+            if action >= 0:
+                target = action
+            else:
+                call = -2 - action
+                if not met[call]:
+                    met[call] = True
+                    calls[n_calls] = call
+                    n_calls += 1
+                target = returns[call]
+            if not seen[target]:
+                seen[target] = True
+                queue[size] = target
+                size += 1
+    return queue[:size].copy(), calls[:n_calls].copy(), actions
+
+
 @functools.cache
 def _compiled() -> dict:
     from numba import njit
 
     options = {"cache": True, "nogil": True}
-    return {f.__name__: njit(**options)(f) for f in (_coreachable, _bfs_order)}
+    return {f.__name__: njit(**options)(f) for f in (_coreachable, _bfs_order, _layout_scan)}
 
 
 def coreachable(next_table: np.ndarray, goal: np.ndarray) -> np.ndarray:
@@ -93,3 +134,9 @@ def coreachable(next_table: np.ndarray, goal: np.ndarray) -> np.ndarray:
 def bfs_order(next_table: np.ndarray, start: int) -> np.ndarray:
     """`_bfs_order` compiled."""
     return _compiled()["_bfs_order"](next_table, start)
+
+
+def layout_scan(sub: np.ndarray, returns: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """`_layout_scan` compiled."""
+    queue, calls, actions = _compiled()["_layout_scan"](sub, returns)
+    return queue, calls, int(actions)

@@ -21,6 +21,7 @@ from typing import Protocol
 
 import numpy as np
 
+from trgc.automata import graph_kernel, jit
 from trgc.automata.alphabet import Alphabet, build_alphabet
 from trgc.automata.byteclasses import byte_classes
 from trgc.automata.dfa import NONE, Counter, Table, adopt_table, determinize_table
@@ -405,11 +406,17 @@ def _place(rule: Rule) -> dict:
 
 def _scan(
     r: Resolved, scan: np.ndarray, same: dict[str, str], budget: Budget, what_per_state: int
-) -> tuple[list[int], list[str], int]:
+) -> tuple[list[int] | np.ndarray, list[str], int]:
     """Breadth-first order of one machine's states over the `scan` columns (a call goes to
     its return state), the callees' representatives in order of first call, and the number
-    of actions in the reached states."""
+    of actions in the reached states. Where the compiler's kernels run, the walk is
+    `graph_kernel.layout_scan` (the same order, calls and count)."""
     sub = r.next[:, scan]
+    if jit.enabled():
+        returns = np.array([ret for _, ret in r.calls], dtype=np.int64)
+        queue, calls, reached = graph_kernel.layout_scan(sub, returns)
+        budget.charge(queue.size * what_per_state, "table layout")
+        return queue, [same[r.calls[i][0]] for i in calls.tolist()], reached
     n = r.n_states
     states, cols = np.nonzero(sub != NONE)
     values = sub[states, cols].astype(np.int64)
@@ -460,7 +467,7 @@ def _canonical(
     machine_order = [start]
     machine_number = {start: 0}
     # every machine reachable through calls, in order of first call
-    orders: dict[str, list[int]] = {}
+    orders: dict[str, list[int] | np.ndarray] = {}
     scan_atoms = _symbol_atoms(alphabet, representatives)
     scan = np.array(scan_atoms, dtype=np.int64)
     entries = 0
@@ -485,7 +492,7 @@ def _canonical(
     machines = []
     for name in machine_order:
         r = resolved[name]
-        queue = np.array(orders[name], dtype=np.int64)
+        queue = np.asarray(orders[name], dtype=np.int64)
         new_id = np.full(r.n_states, NO_ACTION, dtype=np.int32)
         new_id[queue] = np.arange(queue.size, dtype=np.int32)
         budget.charge(queue.size * max(n_symbols, 1), "table layout")

@@ -41,6 +41,9 @@ from trgc.automata.nfa import Depends, Product
 from trgc.grammar.ast import K_REPEAT, Grammar
 from trgc.limits import Budget, Limits
 
+# the number of a node met but not numbered yet (`StructureKeys.keys` replaces it)
+_PENDING = (-1, -1)
+
 
 class StructureKeys:
     """Structural numbers of AST nodes, computed on demand and shared across lookups.
@@ -63,18 +66,17 @@ class StructureKeys:
         if found is not None:
             return found
         nodes, interned, repeats, expand = self.nodes, self.interned, self.repeats, self.expand
-        pending = []  # the subtree's nodes not numbered yet
-        todo = [root]
-        while todo:
-            node_id = todo.pop()
-            pending.append(node_id)
+        # the subtree's nodes not numbered yet, each once: a node is marked when first met
+        # (a node under two parents is met twice), and numbered below
+        pending = [root]
+        number[root] = _PENDING
+        for node_id in pending:
             for child in nodes[node_id].children:
                 if child not in number:
-                    todo.append(child)
+                    number[child] = _PENDING
+                    pending.append(child)
         pending.sort()  # children before parents: a node names only nodes made before it
         for node_id in pending:
-            if node_id in number:  # a node under two parents
-                continue
             kind, _, _, children, payload = nodes[node_id]
             if not children:
                 loose = (kind, payload, ())

@@ -12,7 +12,7 @@ from trgc.artifact.model import REPEAT, RULE, SHARED, Artifact, Machine
 from trgc.compiler.cache import EntryStore, cached_compile, text_identity
 from trgc.compiler.collector import collection_paused
 from trgc.errors import TrgcError
-from trgc.grammar.ast import Grammar, Kind
+from trgc.grammar.ast import K_CLASS, K_LITERAL, K_REPEAT, Grammar
 from trgc.limits import DEFAULT_LIMITS, Budget, Limits, check_limit
 
 ARTIFACT_FORMAT = "trga-2"
@@ -22,18 +22,20 @@ DEFAULT_MAX_DEPTH = 32
 def _features(
     grammar: Grammar, machines: tuple[Machine, ...], specials: tuple[str, ...]
 ) -> list[str]:
-    """Constructs the grammar uses, as a sorted list (one pass over the node arena, with the
-    kinds read once: an enum attribute per node per test was most of its time)."""
+    """Constructs the grammar uses, as a sorted list (one pass over the node arena, kinds
+    compared as plain ints: an enum member per node per test was most of its time; it stops
+    once all three that nodes show are found, as a schema with strings soon has)."""
     found: set[str] = set()
-    char_class, literal, repeat = Kind.CLASS, Kind.LITERAL, Kind.REPEAT
     for kind, _, _, _, payload in grammar.nodes:
-        if kind == char_class:
+        if len(found) == 3:
+            break
+        if kind == K_CLASS:
             found.add("classes")
-            if any(hi > 0x7F for _, hi in payload):
+            if "unicode" not in found and any(hi > 0x7F for _, hi in payload):
                 found.add("unicode")
-        elif kind == literal and not payload.isascii():
+        elif kind == K_LITERAL and not payload.isascii():
             found.add("unicode")
-        elif kind == repeat:
+        elif kind == K_REPEAT:
             low, high, *forced = payload
             if (low, high) not in ((0, None), (1, None), (0, 1)) or any(forced):
                 found.add("counted_repetition")

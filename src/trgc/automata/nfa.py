@@ -285,6 +285,15 @@ class _Builder:
         self.edges.append(())
         return s, e
 
+    def _byte_range(self, lo: int, hi: int) -> tuple[int, int]:
+        """`_class` of a class that is one range of single bytes: a fresh entry and exit, one
+        edge between them."""
+        atom = self.alphabet.atom_of_byte
+        s = len(self.eps)
+        self.eps.extend(((), ()))
+        self.edges.extend((((atom[lo], atom[hi], s + 1),), ()))
+        return s, s + 1
+
     def _class(self, seqs) -> tuple[int, int]:
         """A fresh entry and exit and, for each byte-range sequence of a class, a chain of
         fresh states from one to the other spelling it (allocated in sequence order)."""
@@ -341,8 +350,12 @@ class _Builder:
                     results.append(self._literal(data))
                 elif kind == K_CLASS:
                     seqs = self.alphabet.class_seqs[node_id]
-                    self._reserve(2 + sum(map(len, seqs)) - len(seqs), node.line, node.column)
-                    results.append(self._class(seqs))
+                    if len(seqs) == 1 and len(seqs[0]) == 1:  # one byte range (most classes)
+                        self._reserve(2, node.line, node.column)
+                        results.append(self._byte_range(*seqs[0][0]))
+                    else:
+                        self._reserve(2 + sum(map(len, seqs)) - len(seqs), node.line, node.column)
+                        results.append(self._class(seqs))
                 elif kind == K_SPECIAL:
                     self._reserve(2, node.line, node.column)
                     s, e = self._new(), self._new()
@@ -731,22 +744,23 @@ class _Builder:
         self._reserve((count - 1) * (size + hidden) + 2, node.line, node.column)
         self.hidden += (count - 1) * hidden
         eps, edges = self.eps, self.edges
-        template_eps = eps[mark : mark + size]
-        template_edges = edges[mark : mark + size]
-        # one operation per state and per labelled edge copied, charged a copy at a time
-        per_copy = size + sum(map(len, template_edges))
         instances = [child]
-        for _ in range(count - 1):
-            delta = len(eps) - mark
-            self.budget.charge(per_copy, "NFA construction")
-            eps.extend([tuple([t + delta for t in row]) if row else () for row in template_eps])
-            edges.extend(
-                [
-                    tuple([(lo, hi, t + delta) for lo, hi, t in row]) if row else ()
-                    for row in template_edges
-                ]
-            )
-            instances.append((child[0] + delta, child[1] + delta))
+        if count > 1:  # `x?`, `x*` and `x+` copy nothing: their body is not even looked at
+            template_eps = eps[mark : mark + size]
+            template_edges = edges[mark : mark + size]
+            # one operation per state and per labelled edge copied, charged a copy at a time
+            per_copy = size + sum(map(len, template_edges))
+            for _ in range(count - 1):
+                delta = len(eps) - mark
+                self.budget.charge(per_copy, "NFA construction")
+                eps.extend([tuple([t + delta for t in row]) if row else () for row in template_eps])
+                edges.extend(
+                    [
+                        tuple([(lo, hi, t + delta) for lo, hi, t in row]) if row else ()
+                        for row in template_edges
+                    ]
+                )
+                instances.append((child[0] + delta, child[1] + delta))
         s, e = self._new(), self._new()
         junction = s
         for i, (is_, ie) in enumerate(instances):

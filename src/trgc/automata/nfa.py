@@ -204,7 +204,10 @@ class _Builder:
                 span=Span(line, column),
                 hint="reduce repetition counts or raise it with --limit states=N",
             )
-        self.budget.charge(count, "NFA construction")
+        budget = self.budget  # `Budget.charge`, inlined: a reservation per node built
+        budget.used += count
+        if budget.used > budget.limit:
+            budget.charge(0, "NFA construction")
 
     def _new(self) -> int:
         self.eps.append(())

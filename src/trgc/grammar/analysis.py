@@ -31,7 +31,6 @@ from trgc.grammar.ast import (
     K_SEQ,
     K_SPECIAL,
     Grammar,
-    Kind,
     Node,
     Rule,
 )
@@ -253,7 +252,7 @@ class _Context:
             targets: set[int] = set()
             for n in order:
                 node = nodes[n]
-                if node.kind != Kind.REF:
+                if node.kind != K_REF:
                     continue
                 target = index.get(node.payload)
                 if target is None:
@@ -418,7 +417,7 @@ class _Context:
             for i in order:
                 node = nodes[i]
                 if (
-                    node.kind == Kind.REPEAT
+                    node.kind == K_REPEAT
                     and node.payload[1] is None
                     and node_nullable[node.children[0]]
                     and i not in reported

@@ -183,16 +183,18 @@ class Builder:
         if found is not None:
             return found
         nodes, suffixes, numbers = self.grammar.nodes, self.grammar.suffixes, self._shape_numbers
-        pending = set()
-        todo = [root]
-        while todo:
-            node_id = todo.pop()
-            if node_id not in pending and node_id not in shapes:
-                pending.add(node_id)
-                todo.extend(nodes[node_id].children)
-        for node_id in sorted(pending):
+        # the subtree's nodes without a shape, each once (marked -1 when first met)
+        pending = [root]
+        shapes[root] = -1
+        for node_id in pending:
+            for child in nodes[node_id].children:
+                if child not in shapes:
+                    shapes[child] = -1
+                    pending.append(child)
+        pending.sort()
+        for node_id in pending:
             kind, _, _, children, payload = nodes[node_id]
-            key = (kind, payload, tuple(shapes[c] for c in children), node_id in suffixes)
+            key = (kind, payload, tuple([shapes[c] for c in children]), node_id in suffixes)
             shapes[node_id] = numbers.setdefault(key, len(numbers))
         return shapes[root]
 

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import numpy as np
 
-_GOLDEN = 0x9E3779B97F4A7C15
+# 2^64 / the golden ratio, odd: the step of the multipliers below, and the factor of the kernels'
+# Fibonacci hashing (a word times it, its top bits a slot of an open-addressing table)
+GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MASK64 = (1 << 64) - 1
 
 
@@ -25,7 +27,7 @@ def _multipliers(width: int) -> np.ndarray:
     """`width` fixed odd 64-bit multipliers (a splitmix64 sequence from a constant seed),
     computed on whole arrays (uint64 arithmetic wraps modulo 2^64, as the sequence does)."""
     steps = np.arange(1, width + 1, dtype=np.uint64)
-    z = np.uint64(0x2545F4914F6CDD1D) + steps * np.uint64(_GOLDEN)
+    z = np.uint64(0x2545F4914F6CDD1D) + steps * GOLDEN
     z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
     z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
     return (z ^ (z >> np.uint64(31))) | np.uint64(1)

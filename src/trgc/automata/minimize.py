@@ -14,7 +14,8 @@ its successors, per segment; each round hashes every signature to one 64-bit wor
 (`grouping.multipliers`), makes the states of equal words one block, numbered as its first
 state, until the number of blocks stops growing. Numbering a block by its first state (not,
 say, by the rank of its word) makes the numbers a function of the partition alone, so the
-compiled rounds, which find equal words without sorting them, number every block alike. Equivalent states always get equal words, so the partition is never finer than the
+compiled rounds, which find equal words without sorting them, number every block alike.
+Equivalent states always get equal words, so the partition is never finer than the
 coarsest one; a hash collision could only merge too much, so the final partition is checked
 exactly: acceptance and successor blocks agree within every block. Stable and never too fine,
 it is the coarsest one. The rounds needed are about as many as the longest stretch two

@@ -3,18 +3,18 @@ large ones.
 
 The Python path makes about fifteen numpy calls per round and as many around the rounds; on
 the few-hundred-state tables of an ordinary schema that overhead is most of what minimisation
-costs. Here each round is one pass over the transitions and one over an open-addressing table of
-the round's words: no sort, so a round is linear in the table.
+costs. Here each round is one pass over the transitions and one over an open-addressing
+table of the round's words: no sort, so a round is linear in the table.
 
 Same result, same accounting. The rounds are the Python rounds word for word: a state's word
 is the wrapping sum of `(block + 2) * multiplier` over itself and its transitions
 (`grouping.multipliers`), the states of equal words make one block, numbered as its first
 state, and the rounds stop when the number of blocks stops growing; so they take as many
-rounds, hash collisions included, and the budget is charged the same amounts in the same order (`minimize`
-replays them: the distinct-column saving, the transitions, one per round). The check and
-what follows do not depend on how blocks are numbered: the coarsest partition is unique and
-the renumbering breadth-first from the start state makes the table canonical, so the
-representatives and the quotient's numbering are free here.
+rounds, hash collisions included, and the budget is charged the same amounts in the same
+order (`minimize` replays them: the distinct-column saving, the transitions, one per
+round). The check and what follows do not depend on how blocks are numbered: the coarsest
+partition is unique and the renumbering breadth-first from the start state makes the table
+canonical, so the representatives and the quotient's numbering are free here.
 
 Small tables (`minimize`, `_whole`): a table below `minimize.CHAIN_CHECK_STATES` states, its
 finite states classified, whose rounds then settle within `MOORE_ROUNDS` and pass the check,
@@ -37,6 +37,8 @@ import functools
 from typing import NamedTuple
 
 import numpy as np
+
+from trgc.automata.grouping import GOLDEN
 
 SETTLED, UNSETTLED = 0, 1
 
@@ -130,7 +132,7 @@ def _rounds(next_table, accepting, weights, max_rounds, block):
         found = 0
         for s in range(n):
             word = words[s]
-            j = np.int64((word * _FIBONACCI) >> shift)
+            j = np.int64((word * GOLDEN) >> shift)
             while True:
                 if leaders[j] < 0:
                     keys[j] = word
@@ -150,10 +152,6 @@ def _rounds(next_table, accepting, weights, max_rounds, block):
     if not settled or not _stable(next_table, accepting, block):
         return UNSETTLED, rounds, n + offsets[n]
     return SETTLED, rounds, n + offsets[n]
-
-
-# Fibonacci hashing: a word times 2^64 / golden ratio, its top bits the slot
-_FIBONACCI = np.uint64(0x9E3779B97F4A7C15)
 
 
 def _stable(next_table, accepting, block):

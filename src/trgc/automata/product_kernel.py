@@ -26,16 +26,16 @@ import functools
 
 import numpy as np
 
+from trgc.automata.dfa import NONE
+from trgc.automata.grouping import GOLDEN
+
 DONE, OVER_STATES, OVER_BUDGET = range(3)
 # `totals` in and out: the budget used and its limit, and the states limit
 T_USED, T_LIMIT, T_MAX_STATES = range(3)
 # tuples the arrays hold before they first grow; tests make it 1
 FIRST_ROOM = 256
-NONE = -1
 
-# Fibonacci hashing: a hash times 2^64 / golden ratio, its top bits the slot
-_FIBONACCI = np.uint64(0x9E3779B97F4A7C15)
-# one odd multiplier per operand for the tuple's hash (wrapping arithmetic)
+# the odd multiplier that mixes a tuple's states into one hash (wrapping arithmetic)
 _MIX = np.uint64(0xC2B2AE3D27D4EB4F)
 
 
@@ -44,7 +44,7 @@ def _hash(states, shift):
     h = np.uint64(0)
     for i in range(states.size):
         h = (h + np.uint64(states[i] + 1)) * _MIX
-    return np.int64((h * _FIBONACCI) >> shift)
+    return np.int64((h * GOLDEN) >> shift)
 
 
 def _walk(rows, offsets, accepts, lead, lead_atoms, totals, room):
@@ -56,12 +56,7 @@ def _walk(rows, offsets, accepts, lead, lead_atoms, totals, room):
     n_classes = rows.shape[1]
     parts = np.zeros((room, n_ops), dtype=np.int64)
     out = np.empty((room, n_classes), dtype=np.int32)
-    bits = 4
-    while (1 << bits) < 2 * room:
-        bits += 1
-    slots = np.full(1 << bits, -1, dtype=np.int64)  # tuple number, -1: free
-    shift = np.uint64(64 - bits)
-    mask = (1 << bits) - 1
+    slots, shift, mask = _empty_slots(max(16, 2 * room))  # tuple numbers, -1: free
     target = np.empty(n_ops, dtype=np.int64)
     slots[_hash(parts[0], shift)] = 0
     count = 1
@@ -134,15 +129,17 @@ def _grown(arr):
     return out
 
 
-def _rehash(slots, parts):
-    """The table twice as large, every tuple moved."""
-    size = 2 * slots.size
+def _empty_slots(size):
+    """(an empty table of at least `size` slots, a power of two; its hash shift; its mask)."""
     bits = 0
     while (1 << bits) < size:
         bits += 1
-    shift = np.uint64(64 - bits)
-    mask = size - 1
-    moved = np.full(size, -1, dtype=np.int64)
+    return np.full(1 << bits, -1, dtype=np.int64), np.uint64(64 - bits), (1 << bits) - 1
+
+
+def _rehash(slots, parts):
+    """The table twice as large, every tuple moved."""
+    moved, shift, mask = _empty_slots(2 * slots.size)
     for k in range(slots.size):
         number = slots[k]
         if number >= 0:
@@ -160,7 +157,7 @@ def _compiled():
     options = {"cache": True, "nogil": True}
     for helper in (_hash, _same):
         globals()[helper.__name__] = njit(inline="always", **options)(helper)
-    for helper in (_no_rows, _grown, _rehash):
+    for helper in (_no_rows, _grown, _empty_slots, _rehash):
         globals()[helper.__name__] = njit(**options)(helper)
     return njit(**options)(_walk)
 

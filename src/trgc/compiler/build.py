@@ -19,15 +19,19 @@ ARTIFACT_FORMAT = "trga-2"
 DEFAULT_MAX_DEPTH = 32
 
 
+# the features `_features` reads off the nodes (the others come from the machines)
+_NODE_FEATURES = {"classes", "unicode", "counted_repetition"}
+
+
 def _features(
     grammar: Grammar, machines: tuple[Machine, ...], specials: tuple[str, ...]
 ) -> list[str]:
     """Constructs the grammar uses, as a sorted list (one pass over the node arena, kinds
     compared as plain ints: an enum member per node per test was most of its time; it stops
-    once all three that nodes show are found, as a schema with strings soon has)."""
+    once every feature nodes show is found, as a schema with strings soon has)."""
     found: set[str] = set()
     for kind, _, _, _, payload in grammar.nodes:
-        if len(found) == 3:
+        if found == _NODE_FEATURES:
             break
         if kind == K_CLASS:
             found.add("classes")

@@ -239,6 +239,9 @@ def _attempt(
     memo = MachineMemo(limits, budget, counter, frozenset(repeats.values()))
     structure = StructureKeys(grammar, repeats, info.expand)
     products = ProductMemo(structure, budget, carried.products_over(alphabet))
+    # stamped subtrees built once per attempt (`nfa.Fragment`); not in a retry, where a copy
+    # may be expanded and another counted
+    fragments: dict | None = {} if not info.expand else None
     dfas: dict[str, Table] = {}
     specials_of: dict[str, frozenset[str]] = {}
     pending = [start]
@@ -268,6 +271,7 @@ def _attempt(
                 budget=budget,
                 root=spec.root,
                 products=products,
+                fragments=fragments,
             )
             if nfa.table is not None:  # one product, already minimal
                 table = adopt_table(nfa.table, rule=name, limits=limits, counter=counter)

@@ -27,6 +27,18 @@ followed by more, a repetition's body, a join's part). Entering the fragment bui
 the region adds exactly the strings of a second copy, since every path from its exit goes on
 to the region's exit and nowhere else. The states saved are counted in `hidden` as well.
 
+Stamped subtrees: the lowering stamps its common pieces from templates (a string body's unit,
+a `format`, a number: `Grammar.stamped`), so two copies of one template are equal node for
+node at the same offsets and build the same states, shifted. The first copy met in a
+compilation attempt is built and kept (`Fragment`: its rows numbered from its first state, the
+states it hid, the operations it charged, what it met); every other copy is that fragment
+shifted to the end of the NFA, charged and counted as its build would be. A copy is built
+instead when its range holds a suffix mark, when the first build met a product, a counted
+repetition, a suffix or a repetition outside the range (what those build depends on more than
+the subtree), in a retry (where one copy may be expanded and another counted), and when the
+shifted copy could reach the states limit or the budget, so that a refusal comes where and as
+the plain build gives it.
+
 Bounded repetition `x{m,n}` is *counted* (docs/compilation.md, "Counters"): its body becomes a
 machine of its own whose frame carries an iteration counter, and the repetition is one call
 edge, so its size does not depend on `m` or `n`. Only when copying is cheaper than a frame (at
@@ -37,6 +49,7 @@ limit before copying.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
@@ -108,6 +121,24 @@ class Nfa:
         return len(self.eps) + self.hidden
 
 
+class Fragment(NamedTuple):
+    """What building a stamped subtree did (`Grammar.stamped`), kept per template key for one
+    compilation attempt: its states' rows with targets numbered from its first state, its
+    entry and exit, the states it hid, the operations it charged, and what it met
+    (`_Builder.met`, a repetition numbered from the subtree's first node)."""
+
+    eps: list[tuple[int, ...]]
+    edges: list[tuple[tuple[int, int, int], ...]]
+    entry: int
+    exit: int
+    hidden: int
+    operations: int
+    met: tuple
+
+
+_UNSEEN = Fragment([], [], 0, 0, 0, 0, ())  # `_Builder.fragments` holds no entry for the key
+
+
 class Product(NamedTuple):
     """The minimal DFA of an AND node and what its operands use."""
 
@@ -165,10 +196,13 @@ class _Builder:
         *,
         expand_all: bool = False,
         products: ProductMemo | None = None,
+        fragments: dict[object, Fragment | None] | None = None,
     ):
         self.grammar = grammar
         self.expand_all = expand_all
         self.products = products
+        # stamped subtrees built so far, by template key (`Fragment`); None: not shifted
+        self.fragments = fragments
         self.info = info
         self.alphabet = alphabet
         self.budget = budget
@@ -184,6 +218,13 @@ class _Builder:
         # which machines a retry that inlines rules or copies repetitions leaves unchanged
         self.refs_met: set[str] = set()
         self.repeats_met: set[int] = set()
+        # the specials, references and repetitions met, in order (`Fragment.met`):
+        # ("special" | "call" | "inline", name) or a repetition node
+        self.met: list = []
+        # products, counted repetitions and suffixes met: a subtree whose build met one is
+        # not a `Fragment` (what they build depends on more than the subtree)
+        self.irregular = 0
+        self._marks: list[int] | None = None  # the suffix marks, sorted (`_has_mark`)
         # NFA states the joins and suffixes saved: limits and the choice between counting and
         # copying see the NFA as if every joined node and suffix were built in place
         self.hidden = 0
@@ -325,22 +366,32 @@ class _Builder:
         results: list[tuple[int, int]] = []
         # ("enter", node, region): a node's region is its parent's when it ends its parent
         # (the last item of a sequence, any alternative, an inlined rule's body), else new
+        stamped = self.grammar.stamped if self.fragments is not None else {}
         stack: list[tuple] = [("enter", root, self._region())]
         budget = self.budget
         while stack:
             item = stack.pop()
+            if item[0] == "made":  # bookkeeping, not an operation: a build charges none
+                self._keep(item, results[-1])
+                continue
             budget.used += 1  # one operation per item (`Budget.charge`, inlined)
             if budget.used > budget.limit:
                 budget.charge(0, "NFA construction")
             if item[0] == "enter":
                 _, node_id, region = item
                 if node_id in marked:
+                    self.irregular += 1
                     found = self._suffix(node_id, region)
                     if found is not None:
                         results.append(found)
                         continue
                     mark = (len(self.eps), self.hidden, self.budget.used)
                     stack.append(("suffix", node_id, region, *mark))
+                elif node_id in stamped:
+                    found = self._shifted(node_id, stack)
+                    if found is not None:
+                        results.append(found)
+                        continue
                 node = nodes[node_id]
                 kind = node.kind
                 if kind == K_EMPTY or (kind in (K_SEQ, K_ALT) and not node.children):
@@ -365,6 +416,7 @@ class _Builder:
                     a = self.alphabet.special_atom(node.payload)
                     self._edge(s, (a, a, e))
                     self.specials_used.add(node.payload)
+                    self.met.append(("special", node.payload))
                     results.append((s, e))
                 elif kind == K_REF:
                     name: str = node.payload
@@ -380,8 +432,10 @@ class _Builder:
                         if self.info.nullable[ri]:
                             self._eps(s, e)
                         self.calls_used.add(name)
+                        self.met.append(("call", name))
                         results.append((s, e))
                     else:
+                        self.met.append(("inline", name))
                         stack.append(("enter", self.grammar.rules[ri].body, region))
                 elif kind == K_AND:
                     results.append(self._boolean(node_id, node))
@@ -413,6 +467,7 @@ class _Builder:
                         stack.append(("enter", child, self._region()))
                 elif kind == K_REPEAT:
                     self.repeats_met.add(node_id)
+                    self.met.append(node_id)
                     low, high = node.payload[:2]
                     if high == 0:
                         self._reserve(1, node.line, node.column)
@@ -571,6 +626,7 @@ class _Builder:
         """A counted repetition: the body built from `mark` on is dropped (it is built again
         as machine `name`) and replaced by one call edge, bypassed when zero iterations are
         possible (a zero minimum or a nullable body)."""
+        self.irregular += 1
         nullable = self._reaches(child[0], child[1], mark)
         del self.eps[mark:]
         del self.edges[mark:]
@@ -602,6 +658,7 @@ class _Builder:
         """An AND node: its product (`_product`) spliced in as a fragment: a fresh exit after
         the accepting states. A product built before in this attempt from an equal subtree
         (`ProductMemo`) is taken, charged what building it cost."""
+        self.irregular += 1
         memo = self.products
         found = None if memo is None else memo.reuse(node_id)
         if found is None:
@@ -738,6 +795,89 @@ class _Builder:
         check_limit("states", states, self.limits.states, f"the automaton of {what}")
         return chains.concat(tables, self.budget)
 
+    def _append_shifted(self, eps_rows: Sequence, edge_rows: Sequence, delta: int) -> None:
+        """New states after the last, with the rows `eps_rows`, `edge_rows` (of as many states)
+        and every target moved by `delta`."""
+        self.eps.extend([tuple([t + delta for t in row]) if row else () for row in eps_rows])
+        self.edges.extend(
+            [tuple([(lo, hi, t + delta) for lo, hi, t in row]) if row else () for row in edge_rows]
+        )
+
+    def _shifted(self, node_id: int, stack: list[tuple]) -> tuple[int, int] | None:
+        """The fragment of stamped subtree `node_id` (`Grammar.stamped`) as a shifted copy of
+        the `Fragment` of its template, with everything its build would have done besides:
+        states hidden, operations charged, specials, calls and repetitions met. None when it
+        is to be built: the first of its template (a `made` item then keeps it, `_keep`), one
+        of a template not kept, one with a suffix mark inside, or one that could reach the
+        state limit or the budget (so the refusal is the plain build's)."""
+        key, first, size = self.grammar.stamped[node_id]
+        fragment = self.fragments.get(key, _UNSEEN)
+        if fragment is None or self._has_mark(first, size):
+            return None
+        if fragment is _UNSEEN:
+            stack.append(("made", key, first, size, len(self.eps), self.hidden,
+                          self.budget.used, self.irregular, len(self.met)))  # fmt: skip
+            return None
+        base = len(self.eps)
+        budget = self.budget
+        if (
+            base + self.hidden + len(fragment.eps) + fragment.hidden > self.max_states
+            or budget.used + fragment.operations > budget.limit
+        ):
+            return None
+        budget.used += fragment.operations
+        self.hidden += fragment.hidden
+        self._append_shifted(fragment.eps, fragment.edges, base)
+        for met in fragment.met:
+            if type(met) is int:  # a repetition inside the subtree, from its first node
+                met += first
+                self.repeats_met.add(met)
+            else:
+                what, name = met
+                if what == "special":
+                    self.specials_used.add(name)
+                else:
+                    self.refs_met.add(name)
+                    if what == "call":
+                        self.calls_used.add(name)
+            self.met.append(met)
+        return fragment.entry + base, fragment.exit + base
+
+    def _keep(self, item: tuple, built: tuple[int, int]) -> None:
+        """The `Fragment` of a stamped subtree whose build (`built`, its entry and exit) just
+        ended, from the `made` item pushed before it; None for its template when the build met
+        a product, a counted repetition, a suffix or a repetition outside the subtree."""
+        _, key, first, size, mark, hidden, used, irregular, met = item
+        if self.irregular != irregular:
+            self.fragments[key] = None
+            return
+        moved = []
+        for m in self.met[met:]:
+            if type(m) is int:
+                if not first <= m < first + size:
+                    self.fragments[key] = None  # a repetition outside: not one per copy
+                    return
+                m -= first
+            moved.append(m)
+        self.fragments[key] = Fragment(
+            [tuple([t - mark for t in row]) if row else () for row in self.eps[mark:]],
+            [tuple([(lo, hi, t - mark) for lo, hi, t in row]) if row else ()
+             for row in self.edges[mark:]],
+            built[0] - mark,
+            built[1] - mark,
+            self.hidden - hidden,
+            self.budget.used - used,
+            tuple(moved),
+        )  # fmt: skip
+
+    def _has_mark(self, first: int, size: int) -> bool:
+        """Whether a node of `first .. first + size - 1` is marked a suffix."""
+        marks = self._marks
+        if marks is None:
+            marks = self._marks = sorted(self.grammar.suffixes)
+        at = bisect.bisect_left(marks, first)
+        return at < len(marks) and marks[at] < first + size
+
     def _repeat(self, node, mark: int, hidden: int, child: tuple[int, int]) -> tuple[int, int]:
         """`child{low,high}` from the child's state range [mark, len) copied as a template
         (each copy saves the `hidden` states its joins and suffixes saved)."""
@@ -756,13 +896,7 @@ class _Builder:
             for _ in range(count - 1):
                 delta = len(eps) - mark
                 self.budget.charge(per_copy, "NFA construction")
-                eps.extend([tuple([t + delta for t in row]) if row else () for row in template_eps])
-                edges.extend(
-                    [
-                        tuple([(lo, hi, t + delta) for lo, hi, t in row]) if row else ()
-                        for row in template_edges
-                    ]
-                )
+                self._append_shifted(template_eps, template_edges, delta)
                 instances.append((child[0] + delta, child[1] + delta))
         s, e = self._new(), self._new()
         junction = s
@@ -788,6 +922,7 @@ def build_nfa(
     budget: Budget,
     root: int | None = None,
     products: ProductMemo | None = None,
+    fragments: dict[object, Fragment | None] | None = None,
 ) -> tuple[Nfa, frozenset[str], frozenset[str], Depends]:
     """The NFA of machine `rule`: the body of that rule, or the subtree at `root` (a counted
     repetition's body), with non-recursive references inlined. `products` shares the
@@ -795,7 +930,9 @@ def build_nfa(
 
     Returns the NFA, the special names it uses, the machines it calls and what it depends on.
     """
-    builder = _Builder(grammar, info, alphabet, limits, budget, rule, products=products)
+    builder = _Builder(
+        grammar, info, alphabet, limits, budget, rule, products=products, fragments=fragments
+    )
     if root is None:
         root = grammar.rules[info.index[rule]].body
     nfa = builder.build(root)

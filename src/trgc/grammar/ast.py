@@ -94,6 +94,10 @@ class Grammar:
     # nodes the lowering placed at the end of several branches (the arena is a DAG there):
     # the NFA builder builds each once where those ends meet (`automata.nfa`, "Suffixes")
     suffixes: set[int] = field(default_factory=set)
+    # subtrees the lowering stamped from one template (`schema.nodes.Builder.stamp`): root ->
+    # (template key, first node, nodes); two with one key are equal node for node at the same
+    # offsets, so the NFA builder builds one and shifts its states for the others
+    stamped: dict[int, tuple[object, int, int]] = field(default_factory=dict)
 
     def add(
         self,

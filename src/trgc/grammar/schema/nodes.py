@@ -134,6 +134,7 @@ class Builder:
             root = build(self)
             if found is None:
                 _store(name, self._template(first, root, self.states - states))
+                self.grammar.stamped[root] = (name, first, len(self.grammar.nodes) - first)
             return root
         nodes = self.grammar.nodes
         offset = len(nodes)
@@ -146,6 +147,7 @@ class Builder:
         self._cost.update(zip(range(offset, offset + len(found.costs)), found.costs, strict=True))
         self.grammar.suffixes.update([i + offset for i in found.suffixes])
         self.states += found.states
+        self.grammar.stamped[found.root + offset] = (name, offset, len(found.nodes))
         return found.root + offset
 
     def _template(self, first: int, root: int, states: int) -> Template:

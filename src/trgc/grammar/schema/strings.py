@@ -72,7 +72,14 @@ def unit(b: Builder) -> int:
 
 
 def string(b: Builder, min_length: int = 0, max_length: int | None = None) -> int:
-    """A quoted JSON string of `min_length..max_length` code points (a counter when bounded)."""
+    """A quoted JSON string of `min_length..max_length` code points (a counter when bounded).
+    Any string is stamped whole, as its unit is (the NFA builder builds one per attempt)."""
+    if min_length == 0 and max_length is None:
+        return b.stamp("any string", _string)
+    return _string(b, min_length, max_length)
+
+
+def _string(b: Builder, min_length: int = 0, max_length: int | None = None) -> int:
     bounded = min_length > 0 or max_length is not None
     body = b.stamp("string unit", unit)
     return b.seq(b.lit('"'), b.rep(body, min_length, max_length, counted=bounded), b.lit('"'))

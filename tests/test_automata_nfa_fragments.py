@@ -58,7 +58,7 @@ SWEPT = {
 
 def _plain(monkeypatch) -> None:
     """The plain build: no stamped subtree is kept nor shifted."""
-    monkeypatch.setattr(nfa_module._Builder, "_shifted", lambda self, node_id, stack: None)
+    monkeypatch.setattr(nfa_module._Builder, "_shifted", lambda self, node, region, stack: None)
 
 
 def _build(schema, monkeypatch, limits=DEFAULT_LIMITS):
@@ -116,8 +116,8 @@ def _count_shifts(monkeypatch) -> list[int]:
     """The states of every shifted copy, counted while the real `_shifted` runs."""
     shifts: list[int] = []
 
-    def counting(self, node_id, stack):
-        found = SHIFTED(self, node_id, stack)
+    def counting(self, node_id, region, stack):
+        found = SHIFTED(self, node_id, region, stack)
         if found is not None:
             shifts.append(len(self.fragments[self.grammar.stamped[node_id][0]].eps))
         return found
@@ -226,6 +226,44 @@ def test_joins_and_marks_inside_a_copy(marked_second, monkeypatch):
     start = next(b for b in shifted[0] if b[0] == "root")
     assert start[4] > 0  # states hidden: the joins' (and the suffix's when marked)
     assert len(shifts) == (0 if marked_second else 1)
+
+
+def _suffix_copies(outside_first: bool = False) -> Grammar:
+    """Two stamped copies of `a m | m` with `m` marked a suffix in both: `m` is built once
+    per copy, in the region the copy is entered in, and reused by the second alternative.
+    The second copy is then entered twice in one region beside its `m`: the first entry
+    builds its `m` there (shifted, it must too), the second and `m` itself reuse it. With
+    `outside_first` the first copy's `m` is built before it, beside it: the first copy reuses
+    it, so it is no template for the second, which builds its own."""
+    grammar = Grammar(start="root")
+    roots, members = [], []
+    for _ in range(2):
+        first = len(grammar.nodes)
+        member = grammar.add(Kind.LITERAL, 1, 1, (), b"member")
+        head = grammar.add(Kind.LITERAL, 1, 1, (), b"a")
+        both = grammar.add(Kind.SEQ, 1, 1, (head, member))
+        root = grammar.add(Kind.ALT, 1, 1, (both, member))
+        grammar.stamped[root] = ("suffix", first, len(grammar.nodes) - first)
+        grammar.suffixes.add(member)
+        roots.append(root)
+        members.append(member)
+    again = grammar.add(Kind.ALT, 1, 1, (roots[1], roots[1], members[1]))
+    first = grammar.add(Kind.ALT, 1, 1, (members[0], roots[0])) if outside_first else roots[0]
+    body = grammar.add(Kind.SEQ, 1, 1, (first, again))
+    grammar.rules.append(Rule("root", body, 1, 1))
+    return grammar
+
+
+@pytest.mark.parametrize("outside_first", [False, True])
+def test_suffixes_inside_a_copy(outside_first, monkeypatch):
+    shifts = _count_shifts(monkeypatch)
+    shifted, plain = _both(lambda: _suffix_copies(outside_first), monkeypatch)
+    assert shifted[1][0] == "built"
+    assert shifted == plain
+    # the second copy's second entry is built: its suffix is there
+    assert len(shifts) == (0 if outside_first else 1)
+    start = next(b for b in shifted[0] if b[0] == "root")
+    assert start[4] >= 4 * len(b"member")  # four reuses of a member, hidden
 
 
 def test_the_state_limit_inside_a_copy(monkeypatch):

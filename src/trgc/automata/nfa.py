@@ -32,12 +32,13 @@ a `format`, a number: `Grammar.stamped`), so two copies of one template are equa
 node at the same offsets and build the same states, shifted. The first copy met in a
 compilation attempt is built and kept (`Fragment`: its rows numbered from its first state, the
 states it hid, the operations it charged, what it met); every other copy is that fragment
-shifted to the end of the NFA, charged and counted as its build would be. A copy is built
-instead when its range holds a suffix mark, when the first build met a product, a counted
-repetition, a suffix or a repetition outside the range (what those build depends on more than
-the subtree), in a retry (where one copy may be expanded and another counted), and when the
-shifted copy could reach the states limit or the budget, so that a refusal comes where and as
-the plain build gives it.
+shifted to the end of the NFA, charged and counted as its build would be, and the suffixes the
+first built in the region it was entered in are built in the copy's. A copy is built instead
+when the first build met a product, a counted repetition, a repetition outside the range or a
+suffix built outside it (what those build depends on more than the subtree), when its suffix
+marks are not the template's or its suffixes are already built in its region, in a retry
+(where one copy may be expanded and another counted), and when the shifted copy could reach the
+states limit or the budget, so that a refusal comes where and as the plain build gives it.
 
 Bounded repetition `x{m,n}` is *counted* (docs/compilation.md, "Counters"): its body becomes a
 machine of its own whose frame carries an iteration counter, and the repetition is one call
@@ -134,9 +135,15 @@ class Fragment(NamedTuple):
     hidden: int
     operations: int
     met: tuple
+    marks: tuple[int, ...]  # the suffix marks inside, numbered from the subtree's first node
+    # the suffixes built in the region the subtree was entered in: (node from the first,
+    # entry, exit, states in place, operations)
+    suffixes: tuple[tuple[int, int, int, int, int], ...]
 
 
-_UNSEEN = Fragment([], [], 0, 0, 0, 0, ())  # `_Builder.fragments` holds no entry for the key
+_UNSEEN = Fragment(
+    [], [], 0, 0, 0, 0, (), (), ()
+)  # `_Builder.fragments` holds no entry for the key
 
 
 class Product(NamedTuple):
@@ -218,13 +225,15 @@ class _Builder:
         # which machines a retry that inlines rules or copies repetitions leaves unchanged
         self.refs_met: set[str] = set()
         self.repeats_met: set[int] = set()
-        # the specials, references and repetitions met, in order (`Fragment.met`):
-        # ("special" | "call" | "inline", name) or a repetition node
+        # the specials, references, repetitions and suffixes met, in order (`_keep`):
+        # ("special" | "call" | "inline", name), a repetition node, ("suffix", node, region,
+        # what `suffixes` holds for it) when one is built, ("reused", node, region) when
+        # one built before is entered again
         self.met: list = []
-        # products, counted repetitions and suffixes met: a subtree whose build met one is
-        # not a `Fragment` (what they build depends on more than the subtree)
+        # products and counted repetitions met: a subtree whose build met one is not a
+        # `Fragment` (what they build depends on more than the subtree)
         self.irregular = 0
-        self._marks: list[int] | None = None  # the suffix marks, sorted (`_has_mark`)
+        self._marks: list[int] | None = None  # the suffix marks, sorted (`_marks_in`)
         # NFA states the joins and suffixes saved: limits and the choice between counting and
         # copying see the NFA as if every joined node and suffix were built in place
         self.hidden = 0
@@ -380,15 +389,15 @@ class _Builder:
             if item[0] == "enter":
                 _, node_id, region = item
                 if node_id in marked:
-                    self.irregular += 1
                     found = self._suffix(node_id, region)
                     if found is not None:
+                        self.met.append(("reused", node_id, region))
                         results.append(found)
                         continue
                     mark = (len(self.eps), self.hidden, self.budget.used)
                     stack.append(("suffix", node_id, region, *mark))
                 elif node_id in stamped:
-                    found = self._shifted(node_id, stack)
+                    found = self._shifted(node_id, region, stack)
                     if found is not None:
                         results.append(found)
                         continue
@@ -484,7 +493,9 @@ class _Builder:
                 _, node_id, region, mark, hidden, used = item
                 entry, exit_ = results[-1]
                 states = len(self.eps) - mark + self.hidden - hidden
-                self.suffixes[node_id, region] = (entry, exit_, states, self.budget.used - used)
+                built = (entry, exit_, states, self.budget.used - used)
+                self.suffixes[node_id, region] = built
+                self.met.append(("suffix", node_id, region, built))
             elif item[0] == "join":
                 results.append(self._join(nodes[item[1]], item[2], results))
             elif item[0] == "list":
@@ -803,26 +814,30 @@ class _Builder:
             [tuple([(lo, hi, t + delta) for lo, hi, t in row]) if row else () for row in edge_rows]
         )
 
-    def _shifted(self, node_id: int, stack: list[tuple]) -> tuple[int, int] | None:
-        """The fragment of stamped subtree `node_id` (`Grammar.stamped`) as a shifted copy of
-        the `Fragment` of its template, with everything its build would have done besides:
-        states hidden, operations charged, specials, calls and repetitions met. None when it
-        is to be built: the first of its template (a `made` item then keeps it, `_keep`), one
-        of a template not kept, one with a suffix mark inside, or one that could reach the
-        state limit or the budget (so the refusal is the plain build's)."""
+    def _shifted(self, node_id: int, region: int, stack: list[tuple]) -> tuple[int, int] | None:
+        """The fragment of stamped subtree `node_id` (`Grammar.stamped`), entered in `region`,
+        as a shifted copy of the `Fragment` of its template, with everything its build would
+        have done besides: states hidden, operations charged, specials, calls and repetitions
+        met, suffixes built in `region`. None when it is to be built: the first of its
+        template (a `made` item then keeps it, `_keep`), one of a template not kept, one whose
+        suffix marks differ from the template's, one whose suffixes `region` already holds,
+        or one that could reach the state limit or the budget (so the refusal is the plain
+        build's)."""
         key, first, size = self.grammar.stamped[node_id]
         fragment = self.fragments.get(key, _UNSEEN)
-        if fragment is None or self._has_mark(first, size):
+        if fragment is None:
             return None
         if fragment is _UNSEEN:
-            stack.append(("made", key, first, size, len(self.eps), self.hidden,
-                          self.budget.used, self.irregular, len(self.met)))  # fmt: skip
+            stack.append(("made", key, first, size, len(self.eps), self.hidden, self.budget.used,
+                          self.irregular, len(self.met), region, self.regions))  # fmt: skip
             return None
         base = len(self.eps)
         budget = self.budget
         if (
             base + self.hidden + len(fragment.eps) + fragment.hidden > self.max_states
             or budget.used + fragment.operations > budget.limit
+            or self._marks_in(first, size) != fragment.marks
+            or any((node + first, region) in self.suffixes for node, *_ in fragment.suffixes)
         ):
             return None
         budget.used += fragment.operations
@@ -841,24 +856,48 @@ class _Builder:
                     if what == "call":
                         self.calls_used.add(name)
             self.met.append(met)
+        for node, entry, exit_, states, operations in fragment.suffixes:
+            built = (entry + base, exit_ + base, states, operations)
+            self.suffixes[node + first, region] = built
+            self.met.append(("suffix", node + first, region, built))
         return fragment.entry + base, fragment.exit + base
 
     def _keep(self, item: tuple, built: tuple[int, int]) -> None:
         """The `Fragment` of a stamped subtree whose build (`built`, its entry and exit) just
-        ended, from the `made` item pushed before it; None for its template when the build met
-        a product, a counted repetition, a suffix or a repetition outside the subtree."""
-        _, key, first, size, mark, hidden, used, irregular, met = item
+        ended, from the `made` item pushed before it. None for its template when the build
+        met a product, a counted repetition or a repetition outside the subtree, or a suffix
+        outside it or not built in it: a copy then depends on more than its own nodes.
+        Suffixes in the regions of the subtree's own are never entered again once it ends;
+        those built in the region it was entered in are kept, to be built in the region a
+        copy is entered in."""
+        _, key, first, size, mark, hidden, used, irregular, met, region, regions = item
         if self.irregular != irregular:
             self.fragments[key] = None
             return
-        moved = []
+        moved: list = []
+        suffixes: list[tuple[int, int, int, int, int]] = []
         for m in self.met[met:]:
             if type(m) is int:
                 if not first <= m < first + size:
                     self.fragments[key] = None  # a repetition outside: not one per copy
                     return
-                m -= first
-            moved.append(m)
+                moved.append(m - first)
+            elif m[0] in ("suffix", "reused"):
+                node, at = m[1], m[2]
+                if at > regions:  # a region of the subtree's own
+                    continue
+                if at != region or not first <= node < first + size:
+                    self.fragments[key] = None
+                    return
+                if m[0] == "reused":  # built outside this build: its copy would not be
+                    if not any(node - first == s[0] for s in suffixes):
+                        self.fragments[key] = None
+                        return
+                    continue
+                entry, exit_, states, operations = m[3]
+                suffixes.append((node - first, entry - mark, exit_ - mark, states, operations))
+            else:
+                moved.append(m)
         self.fragments[key] = Fragment(
             [tuple([t - mark for t in row]) if row else () for row in self.eps[mark:]],
             [tuple([(lo, hi, t - mark) for lo, hi, t in row]) if row else ()
@@ -868,15 +907,18 @@ class _Builder:
             self.hidden - hidden,
             self.budget.used - used,
             tuple(moved),
+            self._marks_in(first, size),
+            tuple(suffixes),
         )  # fmt: skip
 
-    def _has_mark(self, first: int, size: int) -> bool:
-        """Whether a node of `first .. first + size - 1` is marked a suffix."""
+    def _marks_in(self, first: int, size: int) -> tuple[int, ...]:
+        """The suffix marks of nodes `first .. first + size - 1`, numbered from `first`."""
         marks = self._marks
         if marks is None:
             marks = self._marks = sorted(self.grammar.suffixes)
-        at = bisect.bisect_left(marks, first)
-        return at < len(marks) and marks[at] < first + size
+        lo = bisect.bisect_left(marks, first)
+        hi = bisect.bisect_left(marks, first + size, lo)
+        return tuple([m - first for m in marks[lo:hi]])
 
     def _repeat(self, node, mark: int, hidden: int, child: tuple[int, int]) -> tuple[int, int]:
         """`child{low,high}` from the child's state range [mark, len) copied as a template

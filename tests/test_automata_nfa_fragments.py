@@ -189,26 +189,35 @@ def _ending(outcome: tuple) -> str:
     return f"{code} in NFA construction" if "NFA construction" in message else code
 
 
+def _two_copies(key: str, make) -> tuple[Grammar, list[int], list[int]]:
+    """A grammar holding two stamped copies (template `key`) of `make(grammar, member)`
+    over a literal `member` made first; their roots and members."""
+    grammar = Grammar(start="root")
+    roots, members = [], []
+    for _ in range(2):
+        first = len(grammar.nodes)
+        members.append(grammar.add(Kind.LITERAL, 1, 1, (), b"member"))
+        roots.append(make(grammar, members[-1]))
+        grammar.stamped[roots[-1]] = (key, first, len(grammar.nodes) - first)
+    return grammar, roots, members
+
+
 def _join_copies(marked_second: bool) -> Grammar:
     """Two stamped copies (one template key) of `(c (, m)?) | m`, a join whose member `m`
     is one node under two parents, so its build hides the states of a second `m`; then the
     second copy's member again, as the alternative beside it. With `marked_second` that
     member is marked a suffix in the second copy only: its second entry reuses the fragment
     built inside the copy, which a shifted copy would not have registered."""
-    grammar = Grammar(start="root")
-    roots, members = [], []
-    for _ in range(2):
-        first = len(grammar.nodes)
-        member = grammar.add(Kind.LITERAL, 1, 1, (), b"member")
+
+    def join(grammar: Grammar, member: int) -> int:
         chain = grammar.add(Kind.LITERAL, 1, 1, (), b"c")
         comma = grammar.add(Kind.LITERAL, 1, 1, (), b",")
         tail = grammar.add(Kind.SEQ, 1, 1, (comma, member))
         optional = grammar.add(Kind.REPEAT, 1, 1, (tail,), (0, 1))
         head = grammar.add(Kind.SEQ, 1, 1, (chain, optional))
-        root = grammar.add(Kind.ALT, 1, 1, (head, member))
-        grammar.stamped[root] = ("join", first, len(grammar.nodes) - first)
-        roots.append(root)
-        members.append(member)
+        return grammar.add(Kind.ALT, 1, 1, (head, member))
+
+    grammar, roots, members = _two_copies("join", join)
     if marked_second:
         grammar.suffixes.add(members[1])
     second = grammar.add(Kind.ALT, 1, 1, (roots[1], members[1]))
@@ -217,15 +226,22 @@ def _join_copies(marked_second: bool) -> Grammar:
     return grammar
 
 
-@pytest.mark.parametrize("marked_second", [False, True])
-def test_joins_and_marks_inside_a_copy(marked_second, monkeypatch):
+def _hand_made(make, monkeypatch) -> tuple[int, int]:
+    """The grammar `make()` makes, built with copies shifted and with every copy built: the
+    same; (copies shifted, states the start machine's NFA hid)."""
     shifts = _count_shifts(monkeypatch)
-    shifted, plain = _both(lambda: _join_copies(marked_second), monkeypatch)
+    shifted, plain = _both(make, monkeypatch)
     assert shifted[1][0] == "built"
     assert shifted == plain
     start = next(b for b in shifted[0] if b[0] == "root")
-    assert start[4] > 0  # states hidden: the joins' (and the suffix's when marked)
-    assert len(shifts) == (0 if marked_second else 1)
+    return len(shifts), start[4]
+
+
+@pytest.mark.parametrize("marked_second", [False, True])
+def test_joins_and_marks_inside_a_copy(marked_second, monkeypatch):
+    shifts, hidden = _hand_made(lambda: _join_copies(marked_second), monkeypatch)
+    assert hidden > 0  # the joins' (and the suffix's when marked)
+    assert shifts == (0 if marked_second else 1)
 
 
 def _suffix_copies(outside_first: bool = False) -> Grammar:
@@ -235,18 +251,14 @@ def _suffix_copies(outside_first: bool = False) -> Grammar:
     builds its `m` there (shifted, it must too), the second and `m` itself reuse it. With
     `outside_first` the first copy's `m` is built before it, beside it: the first copy reuses
     it, so it is no template for the second, which builds its own."""
-    grammar = Grammar(start="root")
-    roots, members = [], []
-    for _ in range(2):
-        first = len(grammar.nodes)
-        member = grammar.add(Kind.LITERAL, 1, 1, (), b"member")
+
+    def either(grammar: Grammar, member: int) -> int:
+        grammar.suffixes.add(member)
         head = grammar.add(Kind.LITERAL, 1, 1, (), b"a")
         both = grammar.add(Kind.SEQ, 1, 1, (head, member))
-        root = grammar.add(Kind.ALT, 1, 1, (both, member))
-        grammar.stamped[root] = ("suffix", first, len(grammar.nodes) - first)
-        grammar.suffixes.add(member)
-        roots.append(root)
-        members.append(member)
+        return grammar.add(Kind.ALT, 1, 1, (both, member))
+
+    grammar, roots, members = _two_copies("suffix", either)
     again = grammar.add(Kind.ALT, 1, 1, (roots[1], roots[1], members[1]))
     first = grammar.add(Kind.ALT, 1, 1, (members[0], roots[0])) if outside_first else roots[0]
     body = grammar.add(Kind.SEQ, 1, 1, (first, again))
@@ -256,14 +268,10 @@ def _suffix_copies(outside_first: bool = False) -> Grammar:
 
 @pytest.mark.parametrize("outside_first", [False, True])
 def test_suffixes_inside_a_copy(outside_first, monkeypatch):
-    shifts = _count_shifts(monkeypatch)
-    shifted, plain = _both(lambda: _suffix_copies(outside_first), monkeypatch)
-    assert shifted[1][0] == "built"
-    assert shifted == plain
+    shifts, hidden = _hand_made(lambda: _suffix_copies(outside_first), monkeypatch)
     # the second copy's second entry is built: its suffix is there
-    assert len(shifts) == (0 if outside_first else 1)
-    start = next(b for b in shifted[0] if b[0] == "root")
-    assert start[4] >= 4 * len(b"member")  # four reuses of a member, hidden
+    assert shifts == (0 if outside_first else 1)
+    assert hidden >= 4 * len(b"member")  # four reuses of a member, hidden
 
 
 def test_the_state_limit_inside_a_copy(monkeypatch):

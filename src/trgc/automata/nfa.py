@@ -141,9 +141,16 @@ class Fragment(NamedTuple):
     suffixes: tuple[tuple[int, int, int, int, int], ...]
 
 
-_UNSEEN = Fragment(
-    [], [], 0, 0, 0, 0, (), (), ()
-)  # `_Builder.fragments` holds no entry for the key
+_UNSEEN = object()  # `_Builder.fragments` holds no entry for the key
+
+
+def _shifted_rows(eps_rows: Sequence, edge_rows: Sequence, delta: int) -> tuple[list, list]:
+    """The rows `eps_rows`, `edge_rows` (of as many states) with every target moved by
+    `delta`, as tuples."""
+    return (
+        [tuple([t + delta for t in row]) if row else () for row in eps_rows],
+        [tuple([(lo, hi, t + delta) for lo, hi, t in row]) if row else () for row in edge_rows],
+    )
 
 
 class Product(NamedTuple):
@@ -218,17 +225,14 @@ class _Builder:
         self.max_states = limits.states * NFA_STATE_FACTOR
         self.eps: list[Sequence[int]] = []
         self.edges: list[Sequence[tuple[int, int, int]]] = []
-        self.specials_used: set[str] = set()
-        self.calls_used: set[str] = set()
-        # what the NFA depends on beyond its subtree: the rules it references (inlined or
-        # called) and the repetitions it meets (counted or copied), for `build_tables` to tell
-        # which machines a retry that inlines rules or copies repetitions leaves unchanged
-        self.refs_met: set[str] = set()
-        self.repeats_met: set[int] = set()
-        # the specials, references, repetitions and suffixes met, in order (`_keep`):
-        # ("special" | "call" | "inline", name), a repetition node, ("suffix", node, region,
-        # what `suffixes` holds for it) when one is built, ("reused", node, region) when
-        # one built before is entered again
+        # what the build met, in order (`_keep` reads a stamped subtree's part of it):
+        # ("special", name) for a special used, ("call", name) for a machine called, ("ref",
+        # name) for a rule referenced (inlined or called), a repetition node (counted or
+        # copied), ("suffix", node, region, what `suffixes` holds for it) when a suffix is
+        # built and ("reused", node, region) when one built before is entered again. The
+        # rules and repetitions are what the NFA depends on beyond its subtree, for
+        # `build_tables` to tell which machines a retry that inlines rules or copies
+        # repetitions leaves unchanged (`depends`)
         self.met: list = []
         # products and counted repetitions met: a subtree whose build met one is not a
         # `Fragment` (what they build depends on more than the subtree)
@@ -424,13 +428,12 @@ class _Builder:
                     s, e = self._new(), self._new()
                     a = self.alphabet.special_atom(node.payload)
                     self._edge(s, (a, a, e))
-                    self.specials_used.add(node.payload)
                     self.met.append(("special", node.payload))
                     results.append((s, e))
                 elif kind == K_REF:
                     name: str = node.payload
                     ri = self.info.index[name]
-                    self.refs_met.add(name)
+                    self.met.append(("ref", name))
                     if self.info.is_machine(name) and not (
                         self.expand_all and not self.info.recursive[ri]
                     ):
@@ -440,11 +443,9 @@ class _Builder:
                         self._edge(s, (a, a, e))
                         if self.info.nullable[ri]:
                             self._eps(s, e)
-                        self.calls_used.add(name)
                         self.met.append(("call", name))
                         results.append((s, e))
                     else:
-                        self.met.append(("inline", name))
                         stack.append(("enter", self.grammar.rules[ri].body, region))
                 elif kind == K_AND:
                     results.append(self._boolean(node_id, node))
@@ -475,7 +476,6 @@ class _Builder:
                     for child in reversed(before):
                         stack.append(("enter", child, self._region()))
                 elif kind == K_REPEAT:
-                    self.repeats_met.add(node_id)
                     self.met.append(node_id)
                     low, high = node.payload[:2]
                     if high == 0:
@@ -647,7 +647,7 @@ class _Builder:
         self._edge(s, (a, a, e))
         if node.payload[0] == 0 or nullable:
             self._eps(s, e)
-        self.calls_used.add(name)
+        self.met.append(("call", name))
         return s, e
 
     def _reaches(self, start: int, end: int, mark: int) -> bool:
@@ -678,9 +678,9 @@ class _Builder:
             if memo is not None:
                 memo.keep(node_id, found, self.budget.used - before)
         dfa, specials, calls, refs = found
-        self.specials_used |= specials
-        self.calls_used |= calls
-        self.refs_met |= refs
+        self.met.extend([("special", name) for name in sorted(specials)])
+        self.met.extend([("call", name) for name in sorted(calls)])
+        self.met.extend([("ref", name) for name in sorted(refs)])
         self.spliced = dfa
         return self._splice(dfa, node)
 
@@ -739,7 +739,7 @@ class _Builder:
         calls and rules the operands use. An operand inlines every non-recursive rule and
         copies every repetition whatever the machine plan says, so a retry's plan (what it
         inlines or copies) never changes a product: its repetitions are not recorded in
-        `repeats_met`. A bounded repetition at an operand's top (alone or in a sequence) is
+        its `met`. A bounded repetition at an operand's top (alone or in a sequence) is
         tiled from its body's table instead of copied (`_tiled`)."""
         from trgc.automata.boolean import product
 
@@ -758,9 +758,9 @@ class _Builder:
                 operand = subs[0].build(inner)
             operands.append((operand, negated))
             for sub in subs:
-                specials |= sub.specials_used
-                calls |= sub.calls_used
-                refs |= sub.refs_met
+                specials |= sub.names("special")
+                calls |= sub.names("call")
+                refs |= sub.names("ref")
         dfa = product(operands, self.alphabet, what=what, limits=self.limits, budget=self.budget)
         return Product(dfa, frozenset(specials), frozenset(calls), frozenset(refs))
 
@@ -806,13 +806,9 @@ class _Builder:
         check_limit("states", states, self.limits.states, f"the automaton of {what}")
         return chains.concat(tables, self.budget)
 
-    def _append_shifted(self, eps_rows: Sequence, edge_rows: Sequence, delta: int) -> None:
-        """New states after the last, with the rows `eps_rows`, `edge_rows` (of as many states)
-        and every target moved by `delta`."""
-        self.eps.extend([tuple([t + delta for t in row]) if row else () for row in eps_rows])
-        self.edges.extend(
-            [tuple([(lo, hi, t + delta) for lo, hi, t in row]) if row else () for row in edge_rows]
-        )
+    def names(self, what: str) -> frozenset[str]:
+        """The names met of one kind (`met`): "special", "call" or "ref"."""
+        return frozenset([m[1] for m in self.met if type(m) is tuple and m[0] == what])
 
     def _shifted(self, node_id: int, region: int, stack: list[tuple]) -> tuple[int, int] | None:
         """The fragment of stamped subtree `node_id` (`Grammar.stamped`), entered in `region`,
@@ -842,20 +838,11 @@ class _Builder:
             return None
         budget.used += fragment.operations
         self.hidden += fragment.hidden
-        self._append_shifted(fragment.eps, fragment.edges, base)
-        for met in fragment.met:
-            if type(met) is int:  # a repetition inside the subtree, from its first node
-                met += first
-                self.repeats_met.add(met)
-            else:
-                what, name = met
-                if what == "special":
-                    self.specials_used.add(name)
-                else:
-                    self.refs_met.add(name)
-                    if what == "call":
-                        self.calls_used.add(name)
-            self.met.append(met)
+        eps, edges = _shifted_rows(fragment.eps, fragment.edges, base)
+        self.eps.extend(eps)
+        self.edges.extend(edges)
+        # a repetition inside the subtree is numbered from its first node
+        self.met.extend([m + first if type(m) is int else m for m in fragment.met])
         for node, entry, exit_, states, operations in fragment.suffixes:
             built = (entry + base, exit_ + base, states, operations)
             self.suffixes[node + first, region] = built
@@ -899,9 +886,7 @@ class _Builder:
             else:
                 moved.append(m)
         self.fragments[key] = Fragment(
-            [tuple([t - mark for t in row]) if row else () for row in self.eps[mark:]],
-            [tuple([(lo, hi, t - mark) for lo, hi, t in row]) if row else ()
-             for row in self.edges[mark:]],
+            *_shifted_rows(self.eps[mark:], self.edges[mark:], -mark),
             built[0] - mark,
             built[1] - mark,
             self.hidden - hidden,
@@ -909,7 +894,7 @@ class _Builder:
             tuple(moved),
             self._marks_in(first, size),
             tuple(suffixes),
-        )  # fmt: skip
+        )
 
     def _marks_in(self, first: int, size: int) -> tuple[int, ...]:
         """The suffix marks of nodes `first .. first + size - 1`, numbered from `first`."""
@@ -938,7 +923,9 @@ class _Builder:
             for _ in range(count - 1):
                 delta = len(eps) - mark
                 self.budget.charge(per_copy, "NFA construction")
-                self._append_shifted(template_eps, template_edges, delta)
+                copy_eps, copy_edges = _shifted_rows(template_eps, template_edges, delta)
+                eps.extend(copy_eps)
+                edges.extend(copy_edges)
                 instances.append((child[0] + delta, child[1] + delta))
         s, e = self._new(), self._new()
         junction = s
@@ -980,8 +967,9 @@ def build_nfa(
     nfa = builder.build(root)
     if grammar.nodes[root].kind == Kind.AND:
         nfa.table = builder.spliced
-    depends = Depends(frozenset(builder.refs_met), frozenset(builder.repeats_met))
-    return nfa, frozenset(builder.specials_used), frozenset(builder.calls_used), depends
+    repeats = frozenset([m for m in builder.met if type(m) is int])
+    depends = Depends(builder.names("ref"), repeats)
+    return nfa, builder.names("special"), builder.names("call"), depends
 
 
 def _bounded_repeat(node) -> bool:

@@ -149,21 +149,45 @@ def _reachable(start: int, refs: list[tuple[int, ...]], budget: Budget) -> list[
 _CONSUMING = frozenset((K_LITERAL, K_CLASS, K_SPECIAL))
 
 
-def _postorder(nodes: list[Node], root: int, budget: Budget) -> list[int]:
+def _postorder(
+    nodes: list[Node],
+    root: int,
+    budget: Budget,
+    stamped: dict[int, tuple[object, int, int]],
+    walked: dict[object, tuple[int, list[int]]],
+) -> list[int]:
     """The nodes under `root`, children before parents, leaves in source order (each once).
 
     The stack holds `i` for a node to expand and `~i` (negative) for one whose children are
-    done, so no pair is made per node."""
+    done, so no pair is made per node. A stamped subtree (`Grammar.stamped`) whose template
+    was walked whole before (`walked`: template key -> first node and the walk's part) is
+    that part shifted, when none of its nodes has been met: copies are equal node for node
+    and use no node outside them, so the walk would give exactly that."""
     order: list[int] = []
     seen: set[int] = set()
+    starts: dict[int, int] = {}  # stamped root being walked -> where its part of `order` begins
     stack = [root]
     while stack:
         i = stack.pop()
         if i < 0:
             order.append(~i)
+            if ~i in starts:
+                _keep_walk(~i, order[starts.pop(~i) :], stamped, walked)
             continue
         if i in seen:
             continue
+        template = stamped.get(i)
+        if template is not None:
+            key, first, size = template
+            found = walked.get(key)
+            if found is not None:
+                part = [n + first - found[0] for n in found[1]]
+                if seen.isdisjoint(part):
+                    seen.update(part)
+                    order.extend(part)
+                    continue
+            elif seen.isdisjoint(range(first, first + size)):
+                starts[i] = len(order)
         seen.add(i)
         stack.append(~i)
         for c in reversed(nodes[i].children):
@@ -171,6 +195,17 @@ def _postorder(nodes: list[Node], root: int, budget: Budget) -> list[int]:
                 stack.append(c)
     budget.charge(len(order), "grammar analysis")  # one charge per node, after the walk
     return order
+
+
+def _keep_walk(
+    root: int,
+    part: list[int],
+    stamped: dict[int, tuple[object, int, int]],
+    walked: dict[object, tuple[int, list[int]]],
+) -> None:
+    """Keep the walk of stamped subtree `root`, begun with none of its nodes met."""
+    key, first, _ = stamped[root]
+    walked.setdefault(key, (first, part))
 
 
 class _Context:
@@ -246,8 +281,9 @@ class _Context:
                 index[rule.name] = i
         names = sorted(index)
         refs: list[tuple[int, ...]] = []
+        walked: dict[object, tuple[int, list[int]]] = {}  # `_postorder`'s stamped walks
         for rule in grammar.rules:
-            order = _postorder(nodes, rule.body, self.budget)
+            order = _postorder(nodes, rule.body, self.budget, grammar.stamped, walked)
             self.orders.append(order)
             targets: set[int] = set()
             for n in order:

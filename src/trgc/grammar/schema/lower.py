@@ -1714,14 +1714,19 @@ class Lowering(Combinators, ArrayKeywords, MemberOrder):
         target without references of its own stays inlined (a call costs more than its copy);
         the compiler inlines a shared rule again when that is needed for the predictive check."""
         uses: dict[str, int] = {}
-        nodes = self.grammar.nodes
+        nodes, stamped = self.grammar.nodes, self.grammar.stamped
         # a body merged into an equal rule still counts its references: a definition used
         # from both copies stays shared (inlined into the one rule, it would be a second
-        # copy of a machine that other shared rules already hold)
+        # copy of a machine that other shared rules already hold). Every path counts (a node
+        # under two parents is met twice); a stamped subtree holds no reference
+        # (`Builder.stamp`) and is most of the nodes, so the walk does not enter one.
         for body in [rule.body for rule in self.grammar.rules] + self.merged:
             stack = [body]
             while stack:
-                node = nodes[stack.pop()]
+                node_id = stack.pop()
+                if node_id in stamped:
+                    continue
+                node = nodes[node_id]
                 if node.kind == Kind.REF:
                     uses[node.payload] = uses.get(node.payload, 0) + 1
                 stack.extend(node.children)

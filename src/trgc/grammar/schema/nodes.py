@@ -22,7 +22,7 @@ from collections.abc import Callable, Hashable
 from typing import NamedTuple
 
 from trgc.errors import TrgcError
-from trgc.grammar.ast import K_EMPTY, K_LITERAL, K_REPEAT, Grammar, Kind, Node
+from trgc.grammar.ast import K_EMPTY, K_LITERAL, K_REF, K_REPEAT, Grammar, Kind, Node
 from trgc.grammar.charclass import normalize
 
 # automata.nfa.NFA_STATE_FACTOR: one machine's NFA may hold this many times the states limit
@@ -73,6 +73,7 @@ class Builder:
         "_cost",
         "_shapes",
         "_shape_numbers",
+        "_template_shapes",
     )
 
     def __init__(self, grammar: Grammar, states_limit: int | None = None) -> None:
@@ -83,6 +84,7 @@ class Builder:
         self._cost: dict[int, int] = {}  # node -> NFA states its subtree needs at least
         self._shapes: dict[int, int] = {}  # node -> its `shape`
         self._shape_numbers: dict[tuple, int] = {}
+        self._template_shapes: dict[object, int] = {}  # stamped template key -> its `shape`
 
     def begin_rule(self, name: str) -> None:
         """Start counting the nodes of rule `name` (each rule is bounded on its own)."""
@@ -123,8 +125,9 @@ class Builder:
         nodes, in the same order, with the same costs and suffix marks as a new build (so the
         arena, and the artifact, are what calling `build` would give). `build` must be
         deterministic, depend on nothing but `key`, and use no node made outside it (a string
-        body's unit: the lowering makes one per string). A copy past the state bound is built
-        node by node, so the refusal is the one the plain build gives."""
+        body's unit: the lowering makes one per string) and no rule reference (a walk for
+        references skips stamped subtrees). A copy past the state bound is built node by
+        node, so the refusal is the one the plain build gives."""
         name = (build.__module__, build.__qualname__, key)
         found = _templates.get(name)
         if found is None or (
@@ -156,6 +159,8 @@ class Builder:
         end = len(nodes)
         if any(c < first for node in nodes[first:end] for c in node.children):
             raise TrgcError("E_INTERNAL", "a stamped subtree uses a node made outside it")
+        if any(node.kind == K_REF for node in nodes[first:end]):  # the lowering skips stamps
+            raise TrgcError("E_INTERNAL", "a stamped subtree references a rule")
         return Template(
             tuple(
                 Node(kind, line, column, tuple(c - first for c in children), payload)
@@ -185,19 +190,29 @@ class Builder:
         if found is not None:
             return found
         nodes, suffixes, numbers = self.grammar.nodes, self.grammar.suffixes, self._shape_numbers
-        # the subtree's nodes without a shape, each once (marked -1 when first met)
+        stamped, by_template = self.grammar.stamped, self._template_shapes
+        # the subtree's nodes without a shape, each once (marked -1 when first met); a copy
+        # of a template already numbered takes its number whole (copies are equal node for
+        # node, suffix marks included)
         pending = [root]
         shapes[root] = -1
         for node_id in pending:
             for child in nodes[node_id].children:
                 if child not in shapes:
+                    template = stamped.get(child)
+                    if template is not None and template[0] in by_template:
+                        shapes[child] = by_template[template[0]]
+                        continue
                     shapes[child] = -1
                     pending.append(child)
         pending.sort()
         for node_id in pending:
             kind, _, _, children, payload = nodes[node_id]
             key = (kind, payload, tuple([shapes[c] for c in children]), node_id in suffixes)
-            shapes[node_id] = numbers.setdefault(key, len(numbers))
+            shapes[node_id] = number = numbers.setdefault(key, len(numbers))
+            template = stamped.get(node_id)
+            if template is not None:
+                by_template[template[0]] = number
         return shapes[root]
 
     def node(self, kind: Kind, children: tuple[int, ...], payload=None) -> int:

@@ -15,6 +15,7 @@ import pytest
 from schema_helpers import BENCH_SUBSETS, CORPORA
 from trgc import compile_schema
 from trgc.artifact.codec import encode
+from trgc.automata import machines, reuse
 from trgc.errors import TrgcError
 from trgc.grammar import analysis
 from trgc.grammar.ast import Grammar
@@ -25,8 +26,9 @@ from trgc.limits import DEFAULT_LIMITS, Budget
 BENCH = CORPORA / "jsonschemabench"
 SCHEMAS = Path(__file__).resolve().parents[1] / "schemas"
 
-# copies of every kind of template, one nested in an optional member (a node under two
-# parents), beside a `$ref` used twice (a shared rule: the count the lowering makes)
+# copies of every kind of template (an IPv6 address holds a counted repetition: keyed by its
+# machine, not alike), some in a nested object, beside a `$ref` used twice (a shared rule:
+# the count the lowering makes)
 PATTERNED = {
     "type": "object",
     "properties": {
@@ -34,6 +36,7 @@ PATTERNED = {
         **{f"d{i}": {"type": "string", "format": "date-time"} for i in range(3)},
         **{f"n{i}": {"type": "number"} for i in range(3)},
         **{f"i{i}": {"type": "integer", "minimum": 0, "maximum": 150} for i in range(2)},
+        **{f"a{i}": {"type": "string", "format": "ipv6"} for i in range(2)},
         "one": {"$ref": "#/$defs/point"},
         "two": {"$ref": "#/$defs/point"},
         "nested": {
@@ -122,6 +125,18 @@ def test_shapes_are_the_plain_shapes():
     assert numbered >= 1000
 
 
+def _hide_stamps(monkeypatch) -> None:
+    """Lower with no subtree recorded as stamped: every walk enters every copy."""
+    real = Builder.stamp
+
+    def hidden(self, key, build):
+        root = real(self, key, build)
+        self.grammar.stamped.clear()
+        return root
+
+    monkeypatch.setattr(Builder, "stamp", hidden)
+
+
 def _outcome(schema) -> tuple:
     try:
         artifact = compile_schema(json.dumps(schema).encode(), separators="compact")
@@ -134,14 +149,7 @@ def test_artifacts_are_the_plain_build(monkeypatch):
     """With every stamp hidden (no walk, no shape, no NFA builder takes a copy whole) the
     artifacts are byte for byte, and the refusals word for word, the same."""
     fast = [_outcome(schema) for _, schema in _schemas()]
-    real = Builder.stamp
-
-    def hidden(self, key, build):
-        root = real(self, key, build)
-        self.grammar.stamped.clear()
-        return root
-
-    monkeypatch.setattr(Builder, "stamp", hidden)
+    _hide_stamps(monkeypatch)
     for (name, schema), outcome in zip(_schemas(), fast, strict=True):
         assert _outcome(schema) == outcome, name
     assert sum(o[0] == "built" for o in fast) >= 10
@@ -153,3 +161,64 @@ def test_a_stamp_may_not_reference_a_rule():
     with pytest.raises(TrgcError) as caught:
         b.stamp("reference", lambda b: b.seq(b.lit("a"), b.ref("other")))
     assert caught.value.code == "E_INTERNAL"
+
+
+def test_planning_refuses_where_the_plain_walk_does(monkeypatch):
+    """Operations limits across the walk that finds each repetition's rule (`_owners`, which
+    charges a stamped copy whole): every outcome, refusal or artifact, is the plain walk's."""
+    raw = json.dumps(PATTERNED).encode()
+    span = []
+    real = machines._owners
+
+    def measured(grammar, rule_index, budget):
+        before = budget.used
+        found = real(grammar, rule_index, budget)
+        span.append((before, budget.used))
+        return found
+
+    monkeypatch.setattr(machines, "_owners", measured)
+    compile_schema(raw, separators="compact")
+    before, after = span[0]
+    assert after - before >= 500  # the stamped copies are most of it
+
+    def outcome(operations: int) -> tuple:
+        """The tables or the refusal, and the operations charged when either came."""
+        limits = replace(DEFAULT_LIMITS, operations=operations)
+        budget = Budget(operations)
+        try:
+            grammar = lower_schema(json.loads(raw), separators="compact", limits=limits)
+            tables = machines.build_tables(
+                grammar, analysis.analyze(grammar, budget=budget), limits=limits, budget=budget
+            )
+        except TrgcError as error:
+            return ("refused", error.code, str(error), budget.used)
+        return ("built", [m.next.tolist() for m in tables.machines], budget.used)
+
+    limits = sorted({*range(before, before + 150), *range(before, after + 2, 13), after, after + 1})
+    fast = [outcome(n) for n in limits]
+    _hide_stamps(monkeypatch)
+    assert [outcome(n) for n in limits] == fast
+    assert sum("machine planning" in o[2] for o in fast if o[0] == "refused") >= 100
+
+
+def test_structure_keys_are_the_plain_keys(monkeypatch):
+    """Machines are reused by structural keys (`reuse.StructureKeys`), which take a stamped
+    copy's keys from its template's first copy when no repetition inside is counted or
+    expanded: every key asked for is the one the plain numbering gives."""
+    asked: list = []
+    real = reuse.StructureKeys.keys
+
+    def recording(self, root):
+        found = real(self, root)
+        asked.append((root, found))
+        return found
+
+    monkeypatch.setattr(reuse.StructureKeys, "keys", recording)
+    for _, schema in _schemas():
+        _outcome(schema)
+    fast, asked[:] = list(asked), []
+    _hide_stamps(monkeypatch)
+    for _, schema in _schemas():
+        _outcome(schema)
+    assert asked == fast
+    assert len(fast) >= 100

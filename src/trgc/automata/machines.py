@@ -168,13 +168,31 @@ def build_tables(
 
 
 def _owners(grammar: Grammar, rule_index: dict[str, int], budget: Budget) -> dict[int, str]:
-    """The rule each repetition node is written in (the first rule whose body holds it)."""
+    """The rule each repetition node is written in (the first rule whose body holds it).
+
+    One operation is charged per node met (a node under two parents is met twice). A stamped
+    subtree (`Grammar.stamped`) meets the same nodes in every copy of its template, so its
+    walk is made once (`_stamp_walk`) and each copy is charged it whole, unless that could
+    reach the limit: that copy is walked node by node, to be refused at the same node."""
     owners: dict[int, str] = {}
-    nodes = grammar.nodes
+    nodes, stamped = grammar.nodes, grammar.stamped
+    walks: dict[object, tuple[int, list[int]]] = {}
     for name, i in sorted(rule_index.items(), key=lambda item: item[1]):
         stack = [grammar.rules[i].body]
         while stack:
             node_id = stack.pop()
+            template = stamped.get(node_id)
+            if template is not None:
+                key, first, _ = template
+                walk = walks.get(key)
+                if walk is None:
+                    walk = walks[key] = _stamp_walk(nodes, node_id, first)
+                met, repeats = walk
+                if budget.used + met <= budget.limit:
+                    budget.used += met
+                    for offset in repeats:
+                        owners.setdefault(first + offset, name)
+                    continue
             budget.used += 1  # one operation per node (`Budget.charge`, inlined)
             if budget.used > budget.limit:
                 budget.charge(0, "machine planning")
@@ -183,6 +201,20 @@ def _owners(grammar: Grammar, rule_index: dict[str, int], budget: Budget) -> dic
                 owners[node_id] = name
             stack.extend(node.children)
     return owners
+
+
+def _stamp_walk(nodes: list, root: int, first: int) -> tuple[int, list[int]]:
+    """The nodes `_owners` meets under stamped subtree `root`, and the repetitions among them
+    (numbered from the subtree's `first` node)."""
+    met, repeats, stack = 0, [], [root]
+    while stack:
+        node_id = stack.pop()
+        met += 1
+        node = nodes[node_id]
+        if node.kind == K_REPEAT:
+            repeats.append(node_id - first)
+        stack.extend(node.children)
+    return met, repeats
 
 
 def _specs(

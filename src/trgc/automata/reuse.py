@@ -31,6 +31,7 @@ table is the old one with those segments renumbered, and it is charged what it c
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -51,7 +52,9 @@ class StructureKeys:
     `keys(root)` is (loose, named): with *named*, a repetition that may be counted is keyed by
     its machine's name (the call it becomes); *loose* keys it only by whether it may be
     counted, which identifies the automaton only when no repetition inside is counted after
-    all (`MachineMemo` checks that). References are not followed."""
+    all (`MachineMemo` checks that). References are not followed. Copies of one stamped
+    template (`Grammar.stamped`) with no repetition inside counted or expanded are keyed
+    alike, so the first copy numbered gives the others their keys without a walk."""
 
     def __init__(self, grammar: Grammar, repeats: dict[int, str], expand: frozenset[int]):
         self.nodes = grammar.nodes
@@ -59,6 +62,17 @@ class StructureKeys:
         self.expand = expand
         self.number: dict[int, tuple[int, int]] = {}
         self.interned: dict[tuple, int] = {}
+        # stamped subtrees (`Grammar.stamped`) with no repetition that is counted or expanded
+        # inside: their copies are keyed alike, so the first numbered gives every other its
+        # keys whole (template key -> keys)
+        self.stamped = grammar.stamped
+        self.planned = sorted({*repeats, *expand})  # the nodes keyed by their machine plan
+        self.by_template: dict[object, tuple[int, int]] = {}
+
+    def _alike(self, first: int, size: int) -> bool:
+        """No node `first..first+size` is a repetition counted or expanded."""
+        at = bisect_left(self.planned, first)
+        return at == len(self.planned) or self.planned[at] >= first + size
 
     def keys(self, root: int) -> tuple[int, int]:
         number = self.number
@@ -66,6 +80,7 @@ class StructureKeys:
         if found is not None:
             return found
         nodes, interned, repeats, expand = self.nodes, self.interned, self.repeats, self.expand
+        stamped, by_template = self.stamped, self.by_template
         # the subtree's nodes not numbered yet, each once: a node is marked when first met
         # (a node under two parents is met twice), and numbered below
         pending = [root]
@@ -73,6 +88,14 @@ class StructureKeys:
         for node_id in pending:
             for child in nodes[node_id].children:
                 if child not in number:
+                    template = stamped.get(child)
+                    if (
+                        template is not None
+                        and template[0] in by_template
+                        and self._alike(template[1], template[2])
+                    ):
+                        number[child] = by_template[template[0]]
+                        continue
                     number[child] = _PENDING
                     pending.append(child)
         pending.sort()  # children before parents: a node names only nodes made before it
@@ -96,6 +119,9 @@ class StructureKeys:
                 interned.setdefault(loose, len(interned)),
                 interned.setdefault(named, len(interned)),
             )
+            template = stamped.get(node_id)
+            if template is not None and self._alike(template[1], template[2]):
+                by_template.setdefault(template[0], number[node_id])
         return number[root]
 
 

@@ -57,7 +57,7 @@ def _compile(monkeypatch, schema, *, share: bool, limits=DEFAULT_LIMITS):
         if not share:
             return None
         found = real_reuse(self, node_id)
-        if found is None and self.built.get(self.structure.keys(node_id)[0]) is not None:
+        if found is None and self.built.get(self.structure.loose(node_id)) is not None:
             stepped_aside.append(True)
         return found
 

@@ -212,7 +212,7 @@ STRINGS = {
 
 
 def _without_memo(monkeypatch) -> None:
-    monkeypatch.setattr(MachineMemo, "reuse", lambda self, keys: None)
+    monkeypatch.setattr(MachineMemo, "reuse", lambda self, root: None)
 
 
 def _outcome(schema, limits=None):

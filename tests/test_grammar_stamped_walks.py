@@ -202,18 +202,18 @@ def test_planning_refuses_where_the_plain_walk_does(monkeypatch):
 
 
 def test_structure_keys_are_the_plain_keys(monkeypatch):
-    """Machines are reused by structural keys (`reuse.StructureKeys`), which take a stamped
-    copy's keys from its template's first copy when no repetition inside is counted or
-    expanded: every key asked for is the one the plain numbering gives."""
+    """Machines are reused by structural keys (`reuse.StructureKeys`), which give a stamped
+    copy its template's number when the plan treats both alike: every key asked for, loose
+    or named, is the one the plain numbering gives."""
     asked: list = []
-    real = reuse.StructureKeys.keys
+    real = reuse.StructureKeys._number
 
-    def recording(self, root):
-        found = real(self, root)
-        asked.append((root, found))
+    def recording(self, root, named):
+        found = real(self, root, named)
+        asked.append((root, named, found))
         return found
 
-    monkeypatch.setattr(reuse.StructureKeys, "keys", recording)
+    monkeypatch.setattr(reuse.StructureKeys, "_number", recording)
     for _, schema in _schemas():
         _outcome(schema)
     fast, asked[:] = list(asked), []
@@ -221,4 +221,4 @@ def test_structure_keys_are_the_plain_keys(monkeypatch):
     for _, schema in _schemas():
         _outcome(schema)
     assert asked == fast
-    assert len(fast) >= 100
+    assert len(fast) >= 100 and any(named for _, named, _ in fast)

@@ -268,8 +268,8 @@ def _attempt(
     places = {name: _place(grammar.rules[info.index[sp.rule]]) for name, sp in specs.items()}
     counter = Counter()
     repeats = info.repeats or {}
-    memo = MachineMemo(limits, budget, counter, frozenset(repeats.values()))
     structure = StructureKeys(grammar, repeats, info.expand)
+    memo = MachineMemo(limits, budget, counter, frozenset(repeats.values()), structure)
     products = ProductMemo(structure, budget, carried.products_over(alphabet))
     # stamped subtrees built once per attempt (`nfa.Fragment`); not in a retry, where a copy
     # may be expanded and another counted
@@ -289,9 +289,9 @@ def _attempt(
         if built is not None and not memo.charge(built):
             built = None
         # the start rule is one of a kind: it is built without a key
-        key = None if name == start else structure.keys(spec.root)
-        if built is None and key is not None:
-            built = memo.reuse(key)
+        keyed = None if name == start else spec.root
+        if built is None and keyed is not None:
+            built = memo.reuse(keyed)
         if built is None:
             before = memo.start()
             nfa, specials, calls, depends = build_nfa(
@@ -315,7 +315,7 @@ def _attempt(
                 sizes = (nfa.in_place, table.n_states)
                 table = minimize_table(table, budget)
             del nfa
-            built = memo.keep(key, before, table, specials, calls, *sizes, depends)
+            built = memo.keep(keyed, before, table, specials, calls, *sizes, depends)
         machines[name] = (spec.root, spec.kind, built)
         nfa_states += built.nfa_states
         dfa_states += built.dfa_states

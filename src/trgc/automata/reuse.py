@@ -42,45 +42,69 @@ from trgc.automata.nfa import Depends, Product
 from trgc.grammar.ast import K_REPEAT, Grammar
 from trgc.limits import Budget, Limits
 
-# the number of a node met but not numbered yet (`StructureKeys.keys` replaces it)
-_PENDING = (-1, -1)
+_PENDING = -1  # the number of a node met but not numbered yet (`_number` replaces it)
 
 
 class StructureKeys:
     """Structural numbers of AST nodes, computed on demand and shared across lookups.
 
-    `keys(root)` is (loose, named): with *named*, a repetition that may be counted is keyed by
-    its machine's name (the call it becomes); *loose* keys it only by whether it may be
-    counted, which identifies the automaton only when no repetition inside is counted after
-    all (`MachineMemo` checks that). References are not followed. Copies of one stamped
-    template (`Grammar.stamped`) with no repetition inside counted or expanded are keyed
-    alike, so the first copy numbered gives the others their keys without a walk."""
+    `named(root)` keys a repetition that may be counted by its machine's name (the call it
+    becomes); `loose(root)` keys it only by whether it may be counted, which identifies the
+    automaton only when no repetition inside is counted after all (`MachineMemo` checks
+    that, and asks for the named key only then). References are not followed.
+
+    Copies of one stamped template (`Grammar.stamped`) are equal node for node, so they are
+    keyed alike wherever the plan treats them alike: the same repetitions inside may be
+    counted and are expanded (loose), and none may be counted (named: each has its own
+    machine name). The first copy numbered gives the others their number without a walk."""
 
     def __init__(self, grammar: Grammar, repeats: dict[int, str], expand: frozenset[int]):
         self.nodes = grammar.nodes
         self.repeats = repeats
         self.expand = expand
-        self.number: dict[int, tuple[int, int]] = {}
-        self.interned: dict[tuple, int] = {}
-        # stamped subtrees (`Grammar.stamped`) with no repetition that is counted or expanded
-        # inside: their copies are keyed alike, so the first numbered gives every other its
-        # keys whole (template key -> keys)
         self.stamped = grammar.stamped
-        self.planned = sorted({*repeats, *expand})  # the nodes keyed by their machine plan
-        self.by_template: dict[object, tuple[int, int]] = {}
+        self.counted_at = sorted(repeats)  # the nodes keyed by their machine plan, in order
+        self.expanded_at = sorted(expand)
+        # per numbering (loose, named): node -> number, key -> number, template plan -> number
+        self.numbers: tuple[dict[int, int], dict[int, int]] = ({}, {})
+        self.interned: tuple[dict[tuple, int], dict[tuple, int]] = ({}, {})
+        self.templates: tuple[dict[tuple, int], dict[tuple, int]] = ({}, {})
 
-    def _alike(self, first: int, size: int) -> bool:
-        """No node `first..first+size` is a repetition counted or expanded."""
-        at = bisect_left(self.planned, first)
-        return at == len(self.planned) or self.planned[at] >= first + size
+    def loose(self, root: int) -> int:
+        return self._number(root, False)
 
-    def keys(self, root: int) -> tuple[int, int]:
-        number = self.number
+    def named(self, root: int) -> int:
+        return self._number(root, True)
+
+    def _plan(self, template: tuple[object, int, int], named: bool) -> tuple | None:
+        """What keys a stamped copy besides its template: the positions (from its first node)
+        of the repetitions inside that may be counted and that are expanded; None when a
+        named key names machines (it is not shared with other copies)."""
+        key, first, size = template
+        end = first + size
+        counted, expanded = self.counted_at, self.expanded_at
+        lo, hi = bisect_left(counted, first), bisect_left(counted, end)
+        if named and hi > lo:
+            return None
+        at, to = bisect_left(expanded, first), bisect_left(expanded, end)
+        return (
+            key,
+            tuple([n - first for n in counted[lo:hi]]),
+            tuple([n - first for n in expanded[at:to]]),
+        )
+
+    def _number(self, root: int, named: bool) -> int:
+        number = self.numbers[named]
         found = number.get(root)
         if found is not None:
             return found
-        nodes, interned, repeats, expand = self.nodes, self.interned, self.repeats, self.expand
-        stamped, by_template = self.stamped, self.by_template
+        nodes, repeats, expand = self.nodes, self.repeats, self.expand
+        interned, templates, stamped = self.interned[named], self.templates[named], self.stamped
+        if root in stamped:
+            known = templates.get(self._plan(stamped[root], named))
+            if known is not None:
+                number[root] = known
+                return known
         # the subtree's nodes not numbered yet, each once: a node is marked when first met
         # (a node under two parents is met twice), and numbered below
         pending = [root]
@@ -88,40 +112,29 @@ class StructureKeys:
         for node_id in pending:
             for child in nodes[node_id].children:
                 if child not in number:
-                    template = stamped.get(child)
-                    if (
-                        template is not None
-                        and template[0] in by_template
-                        and self._alike(template[1], template[2])
-                    ):
-                        number[child] = by_template[template[0]]
-                        continue
+                    if child in stamped:
+                        known = templates.get(self._plan(stamped[child], named))
+                        if known is not None:
+                            number[child] = known
+                            continue
                     number[child] = _PENDING
                     pending.append(child)
         pending.sort()  # children before parents: a node names only nodes made before it
         for node_id in pending:
             kind, _, _, children, payload = nodes[node_id]
             if not children:
-                loose = (kind, payload, ())
-                named = ("named", kind, payload, ())
+                key = (kind, payload, ())
             elif kind == K_REPEAT:
                 machine = repeats.get(node_id)
-                expanded = node_id in expand
-                (child,) = children
-                loose_child, named_child = number[child]
-                loose = (kind, payload, (loose_child,), machine is not None, expanded)
-                named = ("named", kind, payload, (named_child,), machine, expanded)
+                plan = machine if named else machine is not None
+                key = (kind, payload, (number[children[0]],), plan, node_id in expand)
             else:
-                pairs = [number[c] for c in children]
-                loose = (kind, payload, tuple([pair[0] for pair in pairs]))
-                named = ("named", kind, payload, tuple([pair[1] for pair in pairs]))
-            number[node_id] = (
-                interned.setdefault(loose, len(interned)),
-                interned.setdefault(named, len(interned)),
-            )
-            template = stamped.get(node_id)
-            if template is not None and self._alike(template[1], template[2]):
-                by_template.setdefault(template[0], number[node_id])
+                key = (kind, payload, tuple([number[c] for c in children]))
+            number[node_id] = interned.setdefault(key, len(interned))
+            if node_id in stamped:
+                plan = self._plan(stamped[node_id], named)
+                if plan is not None:
+                    templates.setdefault(plan, number[node_id])
         return number[root]
 
 
@@ -144,8 +157,14 @@ class MachineMemo:
     """Built machines by structural key, for one compilation attempt."""
 
     def __init__(
-        self, limits: Limits, budget: Budget, counter: Counter, repeat_names: frozenset[str]
+        self,
+        limits: Limits,
+        budget: Budget,
+        counter: Counter,
+        repeat_names: frozenset[str],
+        structure: StructureKeys,
     ) -> None:
+        self.structure = structure
         self.limits = limits
         self.budget = budget
         self.counter = counter
@@ -153,10 +172,12 @@ class MachineMemo:
         self.loose: dict[int, Built] = {}
         self.named: dict[int, Built] = {}
 
-    def reuse(self, keys: tuple[int, int]) -> Built | None:
-        """The machine built before under its (loose, named) `keys`, its costs charged, or
+    def reuse(self, root: int) -> Built | None:
+        """The machine built before from a body keyed like `root`'s, its costs charged, or
         None (build it: there is none, or charging its costs could reach a limit)."""
-        found = self.loose.get(keys[0]) or self.named.get(keys[1])
+        found = self.loose.get(self.structure.loose(root))
+        if found is None and self.named:
+            found = self.named.get(self.structure.named(root))
         if found is None or not self.charge(found):
             return None
         return found
@@ -181,7 +202,7 @@ class MachineMemo:
 
     def keep(
         self,
-        keys: tuple[int, int] | None,
+        root: int | None,
         before: tuple[int, int, int],
         table: Table,
         specials: frozenset[str],
@@ -202,11 +223,11 @@ class MachineMemo:
             dfa_states,
             depends,
         )
-        if keys is not None:
+        if root is not None:
             if calls & self.repeat_names:
-                self.named.setdefault(keys[1], built)
+                self.named.setdefault(self.structure.named(root), built)
             else:
-                self.loose.setdefault(keys[0], built)
+                self.loose.setdefault(self.structure.loose(root), built)
         return built
 
 
@@ -241,7 +262,7 @@ class ProductMemo:
 
     def reuse(self, node_id: int) -> Product | None:
         """The product of an AND subtree equal to `node_id`'s, its cost charged, or None."""
-        found = self.by_node.get(node_id) or self.built.get(self.structure.keys(node_id)[0])
+        found = self.by_node.get(node_id) or self.built.get(self.structure.loose(node_id))
         if found is None:
             return None
         product, operations = found
@@ -252,7 +273,7 @@ class ProductMemo:
 
     def keep(self, node_id: int, product: Product, operations: int) -> None:
         """Remember the product of `node_id`'s subtree and the operations it was charged."""
-        self.built.setdefault(self.structure.keys(node_id)[0], (product, operations))
+        self.built.setdefault(self.structure.loose(node_id), (product, operations))
         if not product.calls:
             self.by_node.setdefault(node_id, (product, operations))
 

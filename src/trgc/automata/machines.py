@@ -232,6 +232,7 @@ def _specs(
     size of an artifact never depends on them); rule names cannot contain braces, so the names
     never collide."""
     specs: dict[str, Spec] = {}
+    numbered: dict[str, int] = {}  # repetition machines named per stem so far
     for name, i in sorted(rule_index.items(), key=lambda item: item[1]):
         rule = grammar.rules[i]
         if name == start or analysis.recursive[i]:
@@ -243,10 +244,12 @@ def _specs(
         if is_plain(low, high) and not (forced and forced[0] and high != 0):
             continue
         stem = f"{owners[node_id]}{{}}"
-        name, n = stem, 1
+        n = numbered.get(stem, 0) + 1  # the names before are all taken: start after them
+        name = stem if n == 1 else f"{stem}#{n}"
         while name in specs:
             n += 1
             name = f"{stem}#{n}"
+        numbered[stem] = n
         body = grammar.nodes[node_id].children[0]
         specs[name] = Spec(name, body, REPEAT, owners[node_id], low, high, node_id)
     return specs

@@ -211,6 +211,15 @@ def test_nested_repetition_is_counted_not_copied():
         assert walk(small, b"a" * n + b";") == (n == 80920), n
 
 
+def test_repetition_machines_are_named_after_their_rule_in_arena_order():
+    """`value{}`, then `value{}#2`, ... per rule (the rule whose body holds the repetition,
+    not the rule it is inlined into); a rule name cannot hold braces, so the names never meet
+    another rule's."""
+    tables = compile_source('s ::= t "a"{70} ";" "b"{71} ";" "c"{72} ;\nt ::= "d"{73} "e"{74} ;')
+    names = sorted(m.name for m in tables.machines if m.kind == 2)
+    assert names == ["s{}", "s{}#2", "s{}#3", "t{}", "t{}#2"]
+
+
 def test_copying_is_refused_before_it_allocates():
     # after a conflict the repetition is copied; the copy is checked against the limit first
     budget = Budget(Limits().operations)

@@ -102,10 +102,10 @@ def test_orders_are_the_plain_walks(monkeypatch):
         if grammar is None:
             continue
         assert _orders(grammar, grammar.stamped) == _orders(grammar, {}), name
-        copies += len(grammar.stamped)
-    # the fast path ran: templates were walked once and kept, and there were many copies
+        copies += len(grammar.stamped) - len({key for key, _, _ in grammar.stamped.values()})
+    # the fast path ran: templates were walked once and kept, and most stamps were copies
     assert len(shifted) >= 5 and sum(shifted) >= 200
-    assert copies >= 4 * len(shifted)
+    assert copies >= 20
 
 
 def test_shapes_are_the_plain_shapes():
@@ -152,7 +152,8 @@ def test_artifacts_are_the_plain_build(monkeypatch):
     _hide_stamps(monkeypatch)
     for (name, schema), outcome in zip(_schemas(), fast, strict=True):
         assert _outcome(schema) == outcome, name
-    assert sum(o[0] == "built" for o in fast) >= 10
+    assert fast[0][0] == "built"  # the patterned schema
+    assert sum(o[0] == "built" for o in fast) >= 1 + len(list(SCHEMAS.glob("*.json")))
 
 
 def test_a_stamp_may_not_reference_a_rule():
@@ -221,4 +222,4 @@ def test_structure_keys_are_the_plain_keys(monkeypatch):
     for _, schema in _schemas():
         _outcome(schema)
     assert asked == fast
-    assert len(fast) >= 100 and any(named for _, named, _ in fast)
+    assert len(fast) >= 20 and any(named for _, named, _ in fast)

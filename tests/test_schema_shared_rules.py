@@ -22,8 +22,9 @@ from trgc.artifact.diff import compare_languages
 from trgc.automata import machines
 from trgc.evaluation.walk import sample
 from trgc.grammar.ast import Grammar
-from trgc.grammar.schema import strings
+from trgc.grammar.schema import lower_schema, strings
 from trgc.grammar.schema.nodes import Builder
+from trgc.limits import DEFAULT_LIMITS
 
 BENCH = CORPORA / "jsonschemabench"
 # the same array of feed attachments lowered twice; the two equal rules conflicted
@@ -99,3 +100,32 @@ def test_definitions_used_from_merged_copies_stay_shared(monkeypatch):
     assert {"s_env", "s_rules", "s_globals", "s_plugins", "s_parserOptions"} <= names
     assert sum(m.n_states for m in merged.machines) < sum(m.n_states for m in apart.machines)
     assert compare_languages(merged, apart, max_nodes=50_000).status != "different"
+
+
+# a definition too large to copy (more than the lowering's 48 nodes)
+BIG = {"type": "object", "properties": {f"p{i}": {"type": "integer"} for i in range(8)},
+       "required": ["p0"]}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "elsewhere, alone",
+    [
+        ({"anyOf": [{"$ref": "#/$defs/big"}, {"type": "null"}]}, False),
+        ({"type": "object", "properties": {"x": {"$ref": "#/$defs/big"}}}, False),
+        # the first item and the items after it are two uses already
+        ({"type": "array", "items": {"$ref": "#/$defs/big"}, "maxItems": 5}, True),
+    ],
+    ids=["alternative", "optional-member", "array-items"],
+)
+def test_a_definition_used_twice_is_shared_wherever_the_uses_are(elsewhere, alone):
+    """A large definition used from two places is one shared rule, whatever node the uses sit
+    under (`_share_repeated_refs` counts every path to a reference); used once, it is not."""
+
+    def shared(properties: dict) -> bool:
+        schema = {"$defs": {"big": BIG}, "type": "object", "properties": properties}
+        grammar = lower_schema(schema, separators="compact", limits=DEFAULT_LIMITS)
+        (rule,) = [r for r in grammar.rules if r.pointer == "/$defs/big"]
+        return rule.shared
+
+    assert shared({"a": elsewhere, "b": {"$ref": "#/$defs/big"}})
+    assert shared({"a": elsewhere}) == alone

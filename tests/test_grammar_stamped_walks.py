@@ -19,7 +19,7 @@ from trgc.automata import machines, reuse
 from trgc.errors import TrgcError
 from trgc.grammar import analysis
 from trgc.grammar.ast import Grammar
-from trgc.grammar.schema import lower_schema
+from trgc.grammar.schema import lower_schema, strings
 from trgc.grammar.schema.nodes import Builder
 from trgc.limits import DEFAULT_LIMITS, Budget
 
@@ -223,3 +223,16 @@ def test_structure_keys_are_the_plain_keys(monkeypatch):
         _outcome(schema)
     assert asked == fast
     assert len(fast) >= 20 and any(named for _, named, _ in fast)
+
+
+def test_a_copy_marked_after_stamping_has_its_own_shape():
+    """A suffix mark added to one copy after stamping makes its subtree another shape: the
+    copy does not take its template's number."""
+    b = Builder(Grammar())
+    one, two = strings.string(b), strings.string(b)
+    b.suffix(two)
+    assert b.grammar.stamped[one][0] == b.grammar.stamped[two][0]
+    plain = Builder(replace(b.grammar, stamped={}))
+    parents = [b.seq(b.lit("["), copy) for copy in (one, two)]
+    assert [b.shape(p) for p in parents] == [plain.shape(p) for p in parents]
+    assert b.shape(parents[0]) != b.shape(parents[1])

@@ -50,7 +50,6 @@ limit before copying.
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
@@ -71,6 +70,7 @@ from trgc.grammar.ast import (
     K_SPECIAL,
     Grammar,
     Kind,
+    offsets_within,
 )
 from trgc.limits import Budget, Limits, check_limit
 
@@ -901,9 +901,7 @@ class _Builder:
         marks = self._marks
         if marks is None:
             marks = self._marks = sorted(self.grammar.suffixes)
-        lo = bisect.bisect_left(marks, first)
-        hi = bisect.bisect_left(marks, first + size, lo)
-        return tuple([m - first for m in marks[lo:hi]])
+        return offsets_within(marks, first, size)
 
     def _repeat(self, node, mark: int, hidden: int, child: tuple[int, int]) -> tuple[int, int]:
         """`child{low,high}` from the child's state range [mark, len) copied as a template

@@ -31,7 +31,6 @@ table is the old one with those segments renumbered, and it is charged what it c
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -39,7 +38,7 @@ import numpy as np
 from trgc.automata.alphabet import Alphabet
 from trgc.automata.dfa import Counter, Table
 from trgc.automata.nfa import Depends, Product
-from trgc.grammar.ast import K_REPEAT, Grammar
+from trgc.grammar.ast import K_REPEAT, Grammar, offsets_within
 from trgc.limits import Budget, Limits
 
 _PENDING = -1  # the number of a node met but not numbered yet (`_number` replaces it)
@@ -81,17 +80,10 @@ class StructureKeys:
         of the repetitions inside that may be counted and that are expanded; None when a
         named key names machines (it is not shared with other copies)."""
         key, first, size = template
-        end = first + size
-        counted, expanded = self.counted_at, self.expanded_at
-        lo, hi = bisect_left(counted, first), bisect_left(counted, end)
-        if named and hi > lo:
+        counted = offsets_within(self.counted_at, first, size)
+        if named and counted:
             return None
-        at, to = bisect_left(expanded, first), bisect_left(expanded, end)
-        return (
-            key,
-            tuple([n - first for n in counted[lo:hi]]),
-            tuple([n - first for n in expanded[at:to]]),
-        )
+        return key, counted, offsets_within(self.expanded_at, first, size)
 
     def _number(self, root: int, named: bool) -> int:
         number = self.numbers[named]

@@ -13,6 +13,7 @@ one of its operands, where the other operands supply the universe it is compleme
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import NamedTuple
@@ -78,6 +79,15 @@ class Rule:
     shared: bool = False  # compile as its own machine, called where referenced, never inlined
 
 
+def offsets_within(ascending: list[int], first: int, size: int) -> tuple[int, ...]:
+    """The nodes of `ascending` (node indices, sorted) in `first .. first + size - 1`, numbered
+    from `first`: what sets one copy of a stamped subtree apart from another (its suffix
+    marks, the repetitions a machine plan counts or copies there)."""
+    lo = bisect_left(ascending, first)
+    hi = bisect_left(ascending, first + size, lo)
+    return tuple([n - first for n in ascending[lo:hi]])
+
+
 @dataclass
 class Grammar:
     """A whole grammar: the node arena, the rules in source order, and the directives."""
@@ -96,7 +106,8 @@ class Grammar:
     suffixes: set[int] = field(default_factory=set)
     # subtrees the lowering stamped from one template (`schema.nodes.Builder.stamp`): root ->
     # (template key, first node, nodes); two with one key are equal node for node at the same
-    # offsets, so the NFA builder builds one and shifts its states for the others
+    # offsets (suffix marks added after stamping aside: compare `offsets_within` them), so the
+    # NFA builder builds one and shifts its states for the others
     stamped: dict[int, tuple[object, int, int]] = field(default_factory=dict)
 
     def add(

@@ -84,7 +84,7 @@ class Builder:
         self._cost: dict[int, int] = {}  # node -> NFA states its subtree needs at least
         self._shapes: dict[int, int] = {}  # node -> its `shape`
         self._shape_numbers: dict[tuple, int] = {}
-        self._template_shapes: dict[object, int] = {}  # stamped template key -> its `shape`
+        self._template_shapes: dict[tuple, int] = {}  # `_stamp_key` -> its `shape`
 
     def begin_rule(self, name: str) -> None:
         """Start counting the nodes of rule `name` (each rule is bounded on its own)."""
@@ -192,28 +192,35 @@ class Builder:
         nodes, suffixes, numbers = self.grammar.nodes, self.grammar.suffixes, self._shape_numbers
         stamped, by_template = self.grammar.stamped, self._template_shapes
         # the subtree's nodes without a shape, each once (marked -1 when first met); a copy
-        # of a template already numbered takes its number whole (copies are equal node for
-        # node, suffix marks included)
+        # of a template already numbered with the same suffix marks takes its number whole
+        # (copies are equal node for node, marks added after stamping aside)
         pending = [root]
         shapes[root] = -1
         for node_id in pending:
             for child in nodes[node_id].children:
                 if child not in shapes:
-                    template = stamped.get(child)
-                    if template is not None and template[0] in by_template:
-                        shapes[child] = by_template[template[0]]
-                        continue
+                    if child in stamped:
+                        known = by_template.get(self._stamp_key(stamped[child]))
+                        if known is not None:
+                            shapes[child] = known
+                            continue
                     shapes[child] = -1
                     pending.append(child)
         pending.sort()
         for node_id in pending:
             kind, _, _, children, payload = nodes[node_id]
             key = (kind, payload, tuple([shapes[c] for c in children]), node_id in suffixes)
-            shapes[node_id] = number = numbers.setdefault(key, len(numbers))
-            template = stamped.get(node_id)
-            if template is not None:
-                by_template[template[0]] = number
+            shapes[node_id] = numbers.setdefault(key, len(numbers))
+            if node_id in stamped:
+                by_template.setdefault(self._stamp_key(stamped[node_id]), shapes[node_id])
         return shapes[root]
+
+    def _stamp_key(self, template: tuple[object, int, int]) -> tuple:
+        """A stamped copy's template key and suffix marks (numbered from its first node): two
+        copies with equal ones have equal shapes."""
+        key, first, size = template
+        marks = self.grammar.suffixes.intersection(range(first, first + size))
+        return key, tuple(sorted([m - first for m in marks]))
 
     def node(self, kind: Kind, children: tuple[int, ...], payload=None) -> int:
         """A node of any kind (used to copy a subtree), costed like the named constructors."""

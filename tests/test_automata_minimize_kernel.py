@@ -306,11 +306,12 @@ def test_each_compiled_step_is_its_python_step(seed, n, k, collide):
 def test_the_large_cases_reach_every_path(monkeypatch):
     """The large tables above reach each ending of the Python path: rounds that settle after
     the finite states' classes, and rounds that do not, repaired by Hopcroft; their rounds
-    are the compiled ones wherever the kernels run."""
+    and Hopcroft's refinement are the compiled ones wherever the kernels run."""
     endings = []
-    real_hopcroft = minimize._hopcroft
-    monkeypatch.setattr(minimize, "_hopcroft", lambda *a: endings.append("hopcroft")
+    real_hopcroft = minimize_kernel.hopcroft
+    monkeypatch.setattr(minimize_kernel, "hopcroft", lambda *a: endings.append("hopcroft")
                         or real_hopcroft(*a))  # fmt: skip
+    monkeypatch.setattr(minimize, "_hopcroft", None)  # the Python refinement must not run
     compiled = []
     real_rounds = minimize_kernel.rounds
     monkeypatch.setattr(minimize_kernel, "rounds", lambda table, *a: compiled.append(
@@ -324,3 +325,62 @@ def test_the_large_cases_reach_every_path(monkeypatch):
             endings.append("settled")
     assert set(endings) == {"hopcroft", "settled"}
     assert len(compiled) == 30 and min(compiled) >= minimize.CHAIN_CHECK_STATES
+
+
+def _refined(table: Table, initial: np.ndarray, kernel: bool, limit: int) -> tuple:
+    """Hopcroft's refinement of `table` from the blocks `initial`, Python or compiled: the
+    blocks it ends on, the budget used and the refusal (the compiled steps' sum is charged at
+    once, as `minimize_table` charges it)."""
+    block = initial.copy()
+    budget = Budget(limit)
+    budget.used = 3  # charged before, by other stages
+    try:
+        if kernel:
+            spent, _ = minimize_kernel.hopcroft(table.next, block, limit - budget.used)
+            budget.charge(spent, "minimisation")
+        else:
+            minimize._hopcroft(table, block, budget)
+    except TrgcError as exc:
+        return exc.code, str(exc), budget.used
+    return block.tolist(), budget.used
+
+
+@settings(max_examples=300, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 300), k=st.integers(1, 5),
+       blocks=st.integers(1, 4), small=st.booleans())  # fmt: skip
+def test_compiled_hopcroft_is_the_python_one_step_for_step(seed, n, k, blocks, small):
+    """From any starting partition (not only {accepting, rejecting}), the compiled refinement
+    ends on the same block numbers as the Python one and charges the same, so a budget that
+    runs out runs out at the same operation: the charges of both depend only on the table."""
+    rng = random.Random(seed)
+    table = _cycle_chain(n, k + 1, rng) if rng.random() < 0.5 else random_table(rng, n, k)
+    initial = np.full(n + 1, -1, dtype=np.int64)
+    initial[:n] = [rng.randrange(blocks) for _ in range(n)]
+    limit = rng.randint(1, 4 * n * (k + 1)) if small else 10**9
+    assert _refined(table, initial, True, limit) == _refined(table, initial, False, limit)
+
+
+def test_compiled_hopcroft_gives_the_coarsest_partition():
+    """Hopcroft's refinement from {accepting, rejecting} alone (no rounds before it) on chains
+    reaching a cycle: the partition is the coarsest stable one, which the rounds also reach
+    when given as many rounds as states."""
+    rng = random.Random(11)
+    for _ in range(40):
+        table = _cycle_chain(rng.randint(2, 400), rng.randint(2, 4), rng)
+        n = table.n_states
+        block = np.full(n + 1, -1, dtype=np.int64)
+        block[:n] = table.accepting
+        minimize_kernel.hopcroft(table.next, block, 10**9)
+        rounds = np.full(n + 1, -1, dtype=np.int64)
+        rounds[:n] = table.accepting
+        weights = minimize.multipliers(table.next.shape[1] + 1)
+        status, _, _ = minimize_kernel.rounds(table.next, table.accepting, weights, n + 2, rounds)
+        assert status == minimize_kernel.SETTLED
+        assert _partition(block[:n]) == _partition(rounds[:n])
+
+
+def _partition(block: np.ndarray) -> set[frozenset[int]]:
+    groups: dict[int, set[int]] = {}
+    for s, b in enumerate(block.tolist()):
+        groups.setdefault(b, set()).add(s)
+    return {frozenset(g) for g in groups.values()}

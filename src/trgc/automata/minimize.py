@@ -217,7 +217,19 @@ def _finite_classes(
 
 
 def _hopcroft(table: Table, block: np.ndarray, budget: Budget) -> None:
-    """Hopcroft's refinement from the partition `block` (int64[n + 1]), in place."""
+    """Hopcroft's refinement from the partition `block` (int64[n + 1]), in place. Compiled
+    where the kernels run (`minimize_kernel.hopcroft`: the same steps, blocks and charges).
+
+    Every step is in an order fixed by the table alone, so the compiled version can take the
+    same steps and charge the same amounts: the states sit in one array where each block is
+    a range (initially the blocks in ascending order of their values, states ascending within
+    each); a splitter's predecessors are gathered by column, columns ascending, each column's
+    sources in the order of the splitter's states and of their predecessors (ascending state,
+    then column); each source is moved to the front of its block's range, blocks taken in the
+    order first touched; a split block keeps its unmarked rest and its marked front becomes a
+    new block, numbered next. The waiting stack follows Valmari and Lehtinen (module
+    docstring): the new block is queued when the split one is waiting or the new one is not
+    larger, else the split one is."""
     n = table.n_states
     rows = table.next.tolist()
     inverse: list[list[tuple[int, int]]] = [[] for _ in range(n)]
@@ -228,21 +240,27 @@ def _hopcroft(table: Table, block: np.ndarray, budget: Budget) -> None:
                 inverse[t].append((j, s))
                 m += 1
     budget.charge(n + m, "minimisation")
-    members: dict[int, set[int]] = {}
-    for s, b in enumerate(block[:n].tolist()):
-        members.setdefault(b, set()).add(s)
-    blocks: list[set[int]] = [members[b] for b in sorted(members)]
+    initial = block[:n].tolist()
+    elems = sorted(range(n), key=initial.__getitem__)  # stable: states ascending in a block
+    where = [0] * n
     block_of = [0] * n
-    for bi, group in enumerate(blocks):
-        for s in group:
-            block_of[s] = bi
-    waiting = list(range(len(blocks)))
-    in_waiting = [True] * len(blocks)
+    first: list[int] = []
+    end: list[int] = []
+    for pos, s in enumerate(elems):
+        if pos == 0 or initial[s] != initial[elems[pos - 1]]:
+            first.append(pos)
+            end.append(pos)
+        end[-1] = pos + 1
+        block_of[s] = len(first) - 1
+        where[s] = pos
+    marked = [0] * len(first)
+    waiting = list(range(len(first)))
+    in_waiting = [True] * len(first)
     while waiting:
         splitter = waiting.pop()
         in_waiting[splitter] = False
         pre: dict[int, list[int]] = {}
-        for t in list(blocks[splitter]):
+        for t in elems[first[splitter] : end[splitter]]:
             for j, s in inverse[t]:
                 sources = pre.get(j)
                 if sources is None:
@@ -252,18 +270,29 @@ def _hopcroft(table: Table, block: np.ndarray, budget: Budget) -> None:
         for j in sorted(pre):
             sources = pre[j]
             budget.charge(len(sources), "minimisation")
-            touched: dict[int, list[int]] = {}
-            for s in sources:
-                touched.setdefault(block_of[s], []).append(s)
-            for y, split in touched.items():
-                if len(split) == len(blocks[y]):
+            touched = []
+            for s in sources:  # a state has one transition per column: no source twice
+                b = block_of[s]
+                if not marked[b]:
+                    touched.append(b)
+                at = first[b] + marked[b]
+                other, p = elems[at], where[s]
+                elems[at], elems[p] = s, other
+                where[s], where[other] = at, p
+                marked[b] += 1
+            for y in touched:
+                count = marked[y]
+                marked[y] = 0
+                if count == end[y] - first[y]:
                     continue
-                blocks[y].difference_update(split)
-                z = len(blocks)
-                blocks.append(set(split))
-                for s in split:
+                z = len(first)
+                first.append(first[y])
+                end.append(first[y] + count)
+                first[y] += count
+                marked.append(0)
+                for s in elems[first[z] : end[z]]:
                     block_of[s] = z
-                if in_waiting[y] or len(split) <= len(blocks[y]):
+                if in_waiting[y] or count <= end[y] - first[y]:
                     waiting.append(z)
                     in_waiting.append(True)
                 else:
@@ -316,7 +345,11 @@ def minimize_table(table: Table, budget: Budget) -> Table:
         # the rounds reached a partition never finer than the coarsest one; split it by
         # acceptance (a collision may have merged across) and refine it exactly
         block[:n] = block[:n] * 2 + table.accepting
-        _hopcroft(narrow, block, budget)
+        if jit.enabled():
+            spent, _ = minimize_kernel.hopcroft(narrow.next, block, budget.limit - budget.used)
+            budget.charge(spent, "minimisation")  # past the limit exactly where `_hopcroft` is
+        else:
+            _hopcroft(narrow, block, budget)
     if jit.enabled():
         next_table, accepting = minimize_kernel.quotient(table.next, table.accepting, block)
         return table.with_next(next_table, accepting)

@@ -331,6 +331,132 @@ def _quotient(full, accepting, block):
     return out, out_accepting
 
 
+def _hopcroft(next_table, elems, initial, block, remaining):
+    """`minimize._hopcroft` step for step on arrays: `elems` is the states in ascending order
+    of their `initial` block value (a stable order), `block[:n]` receives the blocks. The
+    charges are summed as the Python steps make them, and the refinement stops at the first
+    charge that takes the sum past `remaining`: (the sum, 1 if it stopped there)."""
+    n, k = next_table.shape
+    # predecessors by target, each target's in the order of (source, column)
+    inv_start = np.zeros(n + 1, dtype=np.int64)
+    for s in range(n):
+        for j in range(k):
+            t = next_table[s, j]
+            if t >= 0:
+                inv_start[t + 1] += 1
+    for t in range(n):
+        inv_start[t + 1] += inv_start[t]
+    m = inv_start[n]
+    inv_col = np.empty(m, dtype=np.int64)
+    inv_src = np.empty(m, dtype=np.int64)
+    fill = inv_start[:n].copy()
+    for s in range(n):
+        for j in range(k):
+            t = next_table[s, j]
+            if t >= 0:
+                inv_col[fill[t]] = j
+                inv_src[fill[t]] = s
+                fill[t] += 1
+    spent = n + m
+    if spent > remaining:
+        return spent, 1
+    where = np.empty(n, dtype=np.int64)
+    block_of = np.empty(n, dtype=np.int64)
+    first = np.empty(n, dtype=np.int64)
+    end = np.empty(n, dtype=np.int64)
+    blocks = 0
+    for pos in range(n):
+        s = elems[pos]
+        if pos == 0 or initial[s] != initial[elems[pos - 1]]:
+            first[blocks] = pos
+            blocks += 1
+        end[blocks - 1] = pos + 1
+        block_of[s] = blocks - 1
+        where[s] = pos
+    marked = np.zeros(n, dtype=np.int64)
+    in_waiting = np.zeros(n, dtype=np.bool_)
+    waiting = np.empty(n, dtype=np.int64)
+    for b in range(blocks):
+        waiting[b] = b
+        in_waiting[b] = True
+    n_waiting = blocks
+    per_col = np.zeros(k, dtype=np.int64)  # a splitter's sources per column
+    col_at = np.zeros(k + 1, dtype=np.int64)
+    cols = np.empty(k, dtype=np.int64)
+    sources = np.empty(m, dtype=np.int64)
+    touched = np.empty(n, dtype=np.int64)
+    while n_waiting:
+        n_waiting -= 1
+        splitter = waiting[n_waiting]
+        in_waiting[splitter] = False
+        n_cols = 0
+        for pos in range(first[splitter], end[splitter]):
+            t = elems[pos]
+            for e in range(inv_start[t], inv_start[t + 1]):
+                j = inv_col[e]
+                if per_col[j] == 0:
+                    cols[n_cols] = j
+                    n_cols += 1
+                per_col[j] += 1
+        cols[:n_cols].sort()
+        at = 0
+        for c in range(n_cols):
+            j = cols[c]
+            col_at[j] = at
+            at += per_col[j]
+            per_col[j] = 0
+        for pos in range(first[splitter], end[splitter]):
+            t = elems[pos]
+            for e in range(inv_start[t], inv_start[t + 1]):
+                j = inv_col[e]
+                sources[col_at[j]] = inv_src[e]
+                col_at[j] += 1
+        lo = 0
+        for c in range(n_cols):
+            hi = col_at[cols[c]]
+            spent += hi - lo
+            if spent > remaining:
+                return spent, 1
+            n_touched = 0
+            for i in range(lo, hi):
+                s = sources[i]
+                b = block_of[s]
+                if marked[b] == 0:
+                    touched[n_touched] = b
+                    n_touched += 1
+                a = first[b] + marked[b]
+                other = elems[a]
+                p = where[s]
+                elems[a] = s
+                elems[p] = other
+                where[s] = a
+                where[other] = p
+                marked[b] += 1
+            for i in range(n_touched):
+                y = touched[i]
+                count = marked[y]
+                marked[y] = 0
+                if count == end[y] - first[y]:
+                    continue
+                z = blocks
+                blocks += 1
+                first[z] = first[y]
+                end[z] = first[y] + count
+                first[y] += count
+                for a in range(first[z], end[z]):
+                    block_of[elems[a]] = z
+                if in_waiting[y] or count <= end[y] - first[y]:
+                    in_waiting[z] = True
+                    waiting[n_waiting] = z
+                else:
+                    in_waiting[y] = True
+                    waiting[n_waiting] = y
+                n_waiting += 1
+            lo = hi
+    block[:n] = block_of
+    return spent, 0
+
+
 def _whole(narrow, full, accepting, weights, max_rounds):
     """(status, rounds, entries charged by the levels, entries charged by the rounds, next,
     accepting) of the minimal table of `full` (its distinct columns `narrow`): the finite
@@ -362,7 +488,7 @@ class Levels(NamedTuple):
 # the kernels, callees before callers: numba resolves a call to another kernel through the
 # module's globals when it compiles the caller
 _ORDER = ("_span", "_stable", "_same_key", "_distinct_columns", "_rounds", "_levels",
-          "_classes", "_quotient", "_whole")  # fmt: skip
+          "_classes", "_quotient", "_whole", "_hopcroft")  # fmt: skip
 
 
 @functools.cache
@@ -410,3 +536,13 @@ def classes(next_table: np.ndarray, accepting: np.ndarray, found: Levels, weight
 def quotient(full: np.ndarray, accepting: np.ndarray, block: np.ndarray) -> tuple:
     """`_quotient` compiled: (next, accepting) of the breadth-first numbered quotient."""
     return _compiled()["_quotient"](full, accepting, block)
+
+
+def hopcroft(next_table: np.ndarray, block: np.ndarray, remaining: int) -> tuple[int, bool]:
+    """`_hopcroft` compiled, from the partition `block` (int64[n + 1]), refined in place:
+    (the operations its steps charge, whether they stopped past `remaining`)."""
+    n = next_table.shape[0]
+    initial = np.ascontiguousarray(block[:n])
+    elems = np.argsort(initial, kind="stable").astype(np.int64)
+    spent, stopped = _compiled()["_hopcroft"](next_table, elems, initial, block, remaining)
+    return int(spent), bool(stopped)

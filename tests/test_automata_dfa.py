@@ -50,13 +50,12 @@ def test_counted_repetition_is_a_chain():
 
 def test_minimize_merges_equivalent_states():
     # two branches "a" then "b" built separately: the NFA-level DFA has 2 states after "a"
-    nfa = Nfa(
-        eps=[[], [], [], [], []],
+    nfa = Nfa.of_targets(
+        eps=[[], [], [], [], [3]],
         edges=[[(0, 0, 1), (1, 1, 2)], [(2, 2, 3)], [(2, 2, 4)], [], []],
         start=0,
         final=3,
     )
-    nfa.eps[4].append(3)
     dfa = determinize(nfa, rule="t", limits=Limits(), budget=Budget(10_000), counter=Counter())
     assert dfa.n_states == 4
     small = minimize(dfa, Budget(10_000))

@@ -64,7 +64,7 @@ def random_nfa(rng: random.Random, n_atoms: int = N_ATOMS, size: int | None = No
         if rng.random() < 0.3:
             eps[q].append(rng.randrange(n))
     final = n - 1 if rng.random() < 0.8 else rng.randrange(n)
-    return Nfa([tuple(e) for e in eps], [tuple(e) for e in edges], 0, final)
+    return Nfa.of_targets(eps, edges, 0, final)
 
 
 def _table_rows(table: Table) -> tuple[list[dict[int, int]], list[bool]]:

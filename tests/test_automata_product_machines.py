@@ -133,7 +133,7 @@ def _spliced(table: Table) -> Nfa:
         for s in range(n)
     ]
     eps = [(n,) if a else () for a in table.accepting.tolist()]
-    return Nfa([*eps, ()], [*edges, ()], 0, n)
+    return Nfa.of_targets([*eps, ()], [*edges, ()], 0, n)
 
 
 def _same_accounting(table: Table, rng: random.Random) -> None:

@@ -97,7 +97,7 @@ def test_a_large_enum_row_of_thousands_of_targets():
     eps = [()] * (n + 2)
     edges = [tuple((b, b, 1 + i) for i, b in enumerate(rng.randrange(6) for _ in range(n)))]
     edges += [((rng.randrange(6), 5, n + 1),) for _ in range(n)] + [(), ()]
-    nfa = Nfa(eps, edges, 0, n + 1)
+    nfa = Nfa.of_targets(eps, edges, 0, n + 1)
     with pytest.MonkeyPatch.context() as monkeypatch:
         python = _outcome(nfa, False, Limits(), 10**9, monkeypatch)
         assert _outcome(nfa, True, Limits(), 10**9, monkeypatch) == python

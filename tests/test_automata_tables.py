@@ -62,19 +62,20 @@ def _random_nfa(rng: random.Random, n: int, atoms: int) -> Nfa:
             lo = rng.randrange(atoms)
             mine.append((lo, rng.randint(lo, atoms - 1), rng.randrange(n)))
         edges.append(mine)
-    return Nfa(eps, edges, 0, n - 1)
+    return Nfa.of_targets(eps, edges, 0, n - 1)
 
 
 def _reference_subsets(nfa: Nfa, budget: Budget) -> Dfa:
     """Textbook subset construction over single atoms, charged per atom of every edge of
     every subset and per state an epsilon search visits (the documented charges)."""
-    important = [bool(nfa.edges[q]) or q == nfa.final for q in range(nfa.n_states)]
+    eps, edges = nfa.absolute()
+    important = [bool(edges[q]) or q == nfa.final for q in range(nfa.n_states)]
     searched: set[int] = set()
 
     def closure(raw: frozenset[int]) -> frozenset[int]:
         seen, todo = set(raw), list(raw)
         while todo:
-            for t in nfa.eps[todo.pop()]:
+            for t in eps[todo.pop()]:
                 if t not in seen:
                     seen.add(t)
                     todo.append(t)
@@ -89,7 +90,7 @@ def _reference_subsets(nfa: Nfa, budget: Budget) -> Dfa:
         accepting.append(nfa.final in subset)
         moves: dict[int, set[int]] = {}
         for q in subset:
-            for lo, hi, t in nfa.edges[q]:
+            for lo, hi, t in edges[q]:
                 budget.charge(hi - lo + 1)
                 for a in range(lo, hi + 1):
                     moves.setdefault(a, set()).add(t)

@@ -155,7 +155,9 @@ class _Closures:
             todo = [q]
             eps = self.nfa.eps
             while todo:
-                for t in eps[todo.pop()]:
+                p = todo.pop()
+                for d in eps[p]:  # steps (`Nfa`)
+                    t = p + d
                     if t not in seen:
                         seen.add(t)
                         todo.append(t)
@@ -235,7 +237,8 @@ def _segments(nfa: Nfa) -> _SegmentArrays:
     flat = np.array(
         [x for edges in nfa.edges for edge in edges for x in edge], dtype=np.int64
     ).reshape(-1, 3)
-    lo, hi, target = flat[:, 0], flat[:, 1], flat[:, 2]
+    state = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
+    lo, hi, target = flat[:, 0], flat[:, 1], flat[:, 2] + state  # the rows hold steps (`Nfa`)
     bounds = distinct_sorted(np.concatenate([lo, hi + 1]))
     at_lo = np.searchsorted(bounds, lo)
     past_hi = np.searchsorted(bounds, hi + 1)
@@ -244,7 +247,6 @@ def _segments(nfa: Nfa) -> _SegmentArrays:
     covered = depth[: max(size - 1, 0)] > 0
     segment_at = np.cumsum(covered) - 1
     first, last = segment_at[at_lo], segment_at[past_hi - 1]
-    state = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
     order = np.lexsort((target, last, first, state))
     first, last, target, state = first[order], last[order], target[order], state[order]
     # states two of whose edges share a segment (their rows need `_pieces`)

@@ -30,9 +30,10 @@ to the region's exit and nowhere else. The states saved are counted in `hidden` 
 Stamped subtrees: the lowering stamps its common pieces from templates (a string body's unit,
 a `format`, a number: `Grammar.stamped`), so two copies of one template are equal node for
 node at the same offsets and build the same states, shifted. The first copy met in a
-compilation attempt is built and kept (`Fragment`: its rows numbered from its first state, the
-states it hid, the operations it charged, what it met); every other copy is that fragment
-shifted to the end of the NFA, charged and counted as its build would be, and the suffixes the
+compilation attempt is built and kept (`Fragment`: its rows, the states it hid, the operations
+it charged, what it met); every other copy is that fragment appended at the end of the NFA
+(rows hold steps, `target - state`, not targets, so a copy is the same row tuples again:
+nothing is rebuilt), charged and counted as its build would be, and the suffixes the
 first built in the region it was entered in are built in the copy's. A copy is built instead
 when the first build met a product, a counted repetition, a repetition outside the range or a
 suffix built outside it (what those build depends on more than the subtree), when its suffix
@@ -101,7 +102,10 @@ def _frozen(rows: list[list]) -> list[tuple]:
 
 @dataclass
 class Nfa:
-    """States 0..n-1; `edges[q]` = [(atom_lo, atom_hi, target)], `eps[q]` = [target]."""
+    """States 0..n-1; `edges[q]` = [(atom_lo, atom_hi, step)], `eps[q]` = [step], where a
+    step is the target's distance from q (`target - q`). Relative rows do not depend on where
+    a fragment sits, so a copy of one (a stamped subtree, a repetition's copies) is the same
+    row objects again, not rows rebuilt with moved targets; `absolute` gives targets."""
 
     eps: list[Sequence[int]]
     edges: list[Sequence[tuple[int, int, int]]]
@@ -121,11 +125,30 @@ class Nfa:
         """The states it would have with every join and suffix built in place."""
         return len(self.eps) + self.hidden
 
+    def absolute(self) -> tuple[list[tuple[int, ...]], list[tuple[tuple[int, int, int], ...]]]:
+        """(eps, edges) with targets, not steps: `eps[q]` = (target, ...), `edges[q]` =
+        ((atom_lo, atom_hi, target), ...)."""
+        return (
+            [tuple([q + d for d in row]) for q, row in enumerate(self.eps)],
+            [tuple([(lo, hi, q + d) for lo, hi, d in row]) for q, row in enumerate(self.edges)],
+        )
+
+    @classmethod
+    def of_targets(cls, eps: Sequence[Sequence[int]], edges: Sequence[Sequence[tuple[int, int, int]]],
+                   start: int, final: int) -> Nfa:  # fmt: skip
+        """The NFA whose rows `eps` and `edges` name targets (as `absolute` gives them)."""
+        return cls(
+            [tuple([t - q for t in row]) for q, row in enumerate(eps)],
+            [tuple([(lo, hi, t - q) for lo, hi, t in row]) for q, row in enumerate(edges)],
+            start,
+            final,
+        )
+
 
 class Fragment(NamedTuple):
     """What building a stamped subtree did (`Grammar.stamped`), kept per template key for one
-    compilation attempt: its states' rows with targets numbered from its first state, its
-    entry and exit, the states it hid, the operations it charged, and what it met
+    compilation attempt: its states' rows (relative, as `Nfa`'s, so a copy appends the same
+    tuples), its entry and exit numbered from its first state, the states it hid, the operations it charged, and what it met
     (`_Builder.met`, a repetition numbered from the subtree's first node)."""
 
     eps: list[tuple[int, ...]]
@@ -142,15 +165,6 @@ class Fragment(NamedTuple):
 
 
 _UNSEEN = object()  # `_Builder.fragments` holds no entry for the key
-
-
-def _shifted_rows(eps_rows: Sequence, edge_rows: Sequence, delta: int) -> tuple[list, list]:
-    """The rows `eps_rows`, `edge_rows` (of as many states) with every target moved by
-    `delta`, as tuples."""
-    return (
-        [tuple([t + delta for t in row]) if row else () for row in eps_rows],
-        [tuple([(lo, hi, t + delta) for lo, hi, t in row]) if row else () for row in edge_rows],
-    )
 
 
 class Product(NamedTuple):
@@ -269,29 +283,30 @@ class _Builder:
         return len(self.eps) - 1
 
     def _eps(self, q: int, target: int) -> None:
-        """An epsilon edge q -> target. A row is a tuple (the shared empty one for a new state)
-        until its first edge is added: most states never get one, and an empty list per state
-        would double the NFA's memory."""
+        """An epsilon edge q -> target (stored as its step, `target - q`). A row is a tuple
+        (the shared empty one for a new state, or one shared by copies) until its first edge
+        is added: most states never get one, and an empty list per state would double the
+        NFA's memory. A list row is never shared."""
         row = self.eps[q]
         if type(row) is list:
-            row.append(target)
+            row.append(target - q)
         else:
-            self.eps[q] = [*row, target]
+            self.eps[q] = [*row, target - q]
 
-    def _edge(self, q: int, edge: tuple[int, int, int]) -> None:
-        """A labelled edge (atom_lo, atom_hi, target) out of q; rows as in `_eps`."""
+    def _edge(self, q: int, lo: int, hi: int, target: int) -> None:
+        """A labelled edge on atoms lo..hi from q to target; rows as in `_eps`."""
         row = self.edges[q]
         if type(row) is list:
-            row.append(edge)
+            row.append((lo, hi, target - q))
         else:
-            self.edges[q] = [*row, edge]
+            self.edges[q] = [*row, (lo, hi, target - q)]
 
     def _literal(self, data: bytes) -> tuple[int, int]:
         """A chain of fresh states spelling `data`: (entry, exit)."""
         atom = self.alphabet.atom_of_byte
         s = len(self.eps)
         self.eps.extend([()] * (len(data) + 1))
-        self.edges.extend([((atom[b], atom[b], s + i + 1),) for i, b in enumerate(data)])
+        self.edges.extend([((atom[b], atom[b], 1),) for b in data])
         self.edges.append(())
         return s, s + len(data)
 
@@ -334,10 +349,10 @@ class _Builder:
         atom = self.alphabet.atom_of_byte
         s = len(self.eps)
         e = s + len(follow)
-        self.eps.extend((e,) if end else () for end in whole)
+        self.eps.extend((len(follow) - i,) if end else () for i, end in enumerate(whole))
         self.eps.append(())
         self.edges.extend(
-            tuple((atom[b], atom[b], s + j) for b, j in row.items()) for row in follow
+            tuple((atom[b], atom[b], j - i) for b, j in row.items()) for i, row in enumerate(follow)
         )
         self.edges.append(())
         return s, e
@@ -348,7 +363,7 @@ class _Builder:
         atom = self.alphabet.atom_of_byte
         s = len(self.eps)
         self.eps.extend(((), ()))
-        self.edges.extend((((atom[lo], atom[hi], s + 1),), ()))
+        self.edges.extend((((atom[lo], atom[hi], 1),), ()))
         return s, s + 1
 
     def _class(self, seqs) -> tuple[int, int]:
@@ -364,11 +379,11 @@ class _Builder:
             last = len(seq) - 1
             lo, hi = seq[0]
             nxt = e if last == 0 else len(eps)
-            entry.append((atom[lo], atom[hi], nxt))
-            for i in range(1, last + 1):
+            entry.append((atom[lo], atom[hi], nxt - s))
+            for i in range(1, last + 1):  # state nxt, appended here
                 lo, hi = seq[i]
                 eps.append(())
-                edges.append(((atom[lo], atom[hi], e if i == last else nxt + 1),))
+                edges.append(((atom[lo], atom[hi], e - nxt if i == last else 1),))
                 nxt += 1
         edges[s] = entry
         return s, e
@@ -427,7 +442,7 @@ class _Builder:
                     self._reserve(2, node.line, node.column)
                     s, e = self._new(), self._new()
                     a = self.alphabet.special_atom(node.payload)
-                    self._edge(s, (a, a, e))
+                    self._edge(s, a, a, e)
                     self.met.append(("special", node.payload))
                     results.append((s, e))
                 elif kind == K_REF:
@@ -440,7 +455,7 @@ class _Builder:
                         self._reserve(2, node.line, node.column)
                         s, e = self._new(), self._new()
                         a = self.alphabet.call_atom(name)
-                        self._edge(s, (a, a, e))
+                        self._edge(s, a, a, e)
                         if self.info.nullable[ri]:
                             self._eps(s, e)
                         self.met.append(("call", name))
@@ -644,7 +659,7 @@ class _Builder:
         self._reserve(2, node.line, node.column)
         s, e = self._new(), self._new()
         a = self.alphabet.call_atom(name)
-        self._edge(s, (a, a, e))
+        self._edge(s, a, a, e)
         if node.payload[0] == 0 or nullable:
             self._eps(s, e)
         self.met.append(("call", name))
@@ -658,7 +673,8 @@ class _Builder:
             q = todo.pop()
             if q == end:
                 return True
-            for t in self.eps[q]:
+            for d in self.eps[q]:
+                t = q + d
                 if t not in seen and t >= mark:
                     seen.add(t)
                     todo.append(t)
@@ -721,15 +737,14 @@ class _Builder:
             zip(
                 dfa.seg_lo[first].tolist(),
                 dfa.seg_hi[last].tolist(),
-                (nxt[state, first].astype(np.int64) + base).tolist(),
+                (nxt[state, first].astype(np.int64) - state).tolist(),  # steps
                 strict=True,
             )
         )
         offsets = np.concatenate([[0], np.cumsum(np.bincount(state, minlength=n))]).tolist()
         self.edges.extend([tuple(runs[offsets[s] : offsets[s + 1]]) for s in range(n)])
         self.edges.append(())
-        to_exit = (exit_,)
-        self.eps.extend([to_exit if a else () for a in dfa.accepting.tolist()])
+        self.eps.extend([(n - i,) if a else () for i, a in enumerate(dfa.accepting.tolist())])
         self.eps.append(())
         return base, exit_
 
@@ -838,9 +853,8 @@ class _Builder:
             return None
         budget.used += fragment.operations
         self.hidden += fragment.hidden
-        eps, edges = _shifted_rows(fragment.eps, fragment.edges, base)
-        self.eps.extend(eps)
-        self.edges.extend(edges)
+        self.eps.extend(fragment.eps)  # relative rows: the copy is the same tuples
+        self.edges.extend(fragment.edges)
         # a repetition inside the subtree is numbered from its first node
         self.met.extend([m + first if type(m) is int else m for m in fragment.met])
         for node, entry, exit_, states, operations in fragment.suffixes:
@@ -886,7 +900,8 @@ class _Builder:
             else:
                 moved.append(m)
         self.fragments[key] = Fragment(
-            *_shifted_rows(self.eps[mark:], self.edges[mark:], -mark),
+            list(map(tuple, self.eps[mark:])),  # a list row may still grow here: copied
+            list(map(tuple, self.edges[mark:])),
             built[0] - mark,
             built[1] - mark,
             self.hidden - hidden,
@@ -914,16 +929,16 @@ class _Builder:
         eps, edges = self.eps, self.edges
         instances = [child]
         if count > 1:  # `x?`, `x*` and `x+` copy nothing: their body is not even looked at
-            template_eps = eps[mark : mark + size]
-            template_edges = edges[mark : mark + size]
+            # rows shared by the copies are tuples (`_eps` replaces one, never appends to it)
+            template_eps = eps[mark : mark + size] = list(map(tuple, eps[mark : mark + size]))
+            template_edges = edges[mark : mark + size] = list(map(tuple, edges[mark : mark + size]))
             # one operation per state and per labelled edge copied, charged a copy at a time
             per_copy = size + sum(map(len, template_edges))
             for _ in range(count - 1):
                 delta = len(eps) - mark
                 self.budget.charge(per_copy, "NFA construction")
-                copy_eps, copy_edges = _shifted_rows(template_eps, template_edges, delta)
-                eps.extend(copy_eps)
-                edges.extend(copy_edges)
+                eps.extend(template_eps)  # relative rows: a copy is the same tuples
+                edges.extend(template_edges)
                 instances.append((child[0] + delta, child[1] + delta))
         s, e = self._new(), self._new()
         junction = s

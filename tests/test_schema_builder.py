@@ -8,6 +8,8 @@ import functools
 import json
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from trgc.errors import TrgcError
 from trgc.grammar.ast import Grammar
@@ -15,7 +17,7 @@ from trgc.grammar.charclass import normalize
 from trgc.grammar.schema import lower_schema, nodes
 from trgc.grammar.schema.keywords import SUPPORTED_FORMATS
 from trgc.grammar.schema.nodes import Builder
-from trgc.grammar.schema.strings import RAW_RANGES, unit
+from trgc.grammar.schema.strings import RAW_RANGES, canonical_char, canonical_string, unit
 from trgc.limits import DEFAULT_LIMITS
 
 SCHEMA = {
@@ -163,3 +165,11 @@ def test_a_stamp_may_not_use_an_outside_node():
     with pytest.raises(TrgcError) as caught:
         b.stamp("outside", lambda b: b.seq(outside, b.lit("b")))
     assert caught.value.code == "E_INTERNAL"
+
+
+@given(st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0x10FFFF)))
+def test_canonical_string_spells_each_character_as_canonical_char(text):
+    """Member names (`canonical_string`, one `json.dumps` call) and the characters of patterns
+    and excluded sets (`canonical_char`) are spelled alike, so a declared name cannot reappear
+    under another spelling."""
+    assert canonical_string(text) == '"' + "".join(map(canonical_char, text)) + '"'

@@ -336,7 +336,7 @@ def _refined(table: Table, initial: np.ndarray, kernel: bool, limit: int) -> tup
     budget.used = 3  # charged before, by other stages
     try:
         if kernel:
-            spent, _ = minimize_kernel.hopcroft(table.next, block, limit - budget.used)
+            spent = minimize_kernel.hopcroft(table.next, block, limit - budget.used)
             budget.charge(spent, "minimisation")
         else:
             minimize._hopcroft(table, block, budget)
@@ -384,3 +384,4 @@ def _partition(block: np.ndarray) -> set[frozenset[int]]:
     for s, b in enumerate(block.tolist()):
         groups.setdefault(b, set()).add(s)
     return {frozenset(g) for g in groups.values()}
+

@@ -233,12 +233,9 @@ def _segments(nfa: Nfa) -> _SegmentArrays:
     intervals; those some edge covers (a running sum of +1 at each edge's start, -1 past its
     end) are the segments, and each edge spans the segments from the one at its first atom
     to the one at its last. Edges are sorted by (state, first segment, last segment, target)."""
-    counts = [len(edges) for edges in nfa.edges]
-    flat = np.array(
-        [x for edges in nfa.edges for edge in edges for x in edge], dtype=np.int64
-    ).reshape(-1, 3)
+    counts, flat = nfa.edge_arrays()
     state = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
-    lo, hi, target = flat[:, 0], flat[:, 1], flat[:, 2] + state  # the rows hold steps (`Nfa`)
+    lo, hi, target = flat[:, 0], flat[:, 1], flat[:, 2]
     bounds = distinct_sorted(np.concatenate([lo, hi + 1]))
     at_lo = np.searchsorted(bounds, lo)
     past_hi = np.searchsorted(bounds, hi + 1)
@@ -259,7 +256,7 @@ def _segments(nfa: Nfa) -> _SegmentArrays:
         first,
         last,
         target,
-        np.cumsum([0, *counts]),
+        np.concatenate(([0], np.cumsum(counts))),
         np.bincount(state, weights=hi - lo + 1, minlength=len(counts)).astype(np.int64),
         overlapping,
     )

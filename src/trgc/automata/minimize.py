@@ -346,7 +346,7 @@ def minimize_table(table: Table, budget: Budget) -> Table:
         # acceptance (a collision may have merged across) and refine it exactly
         block[:n] = block[:n] * 2 + table.accepting
         if jit.enabled():
-            spent, _ = minimize_kernel.hopcroft(narrow.next, block, budget.limit - budget.used)
+            spent = minimize_kernel.hopcroft(narrow.next, block, budget.limit - budget.used)
             budget.charge(spent, "minimisation")  # past the limit exactly where `_hopcroft` is
         else:
             _hopcroft(narrow, block, budget)

@@ -335,7 +335,8 @@ def _hopcroft(next_table, elems, initial, block, remaining):
     """`minimize._hopcroft` step for step on arrays: `elems` is the states in ascending order
     of their `initial` block value (a stable order), `block[:n]` receives the blocks. The
     charges are summed as the Python steps make them, and the refinement stops at the first
-    charge that takes the sum past `remaining`: (the sum, 1 if it stopped there)."""
+    charge that takes the sum past `remaining`: that sum (past `remaining` exactly when it
+    stopped there)."""
     n, k = next_table.shape
     # predecessors by target, each target's in the order of (source, column)
     inv_start = np.zeros(n + 1, dtype=np.int64)
@@ -359,7 +360,7 @@ def _hopcroft(next_table, elems, initial, block, remaining):
                 fill[t] += 1
     spent = n + m
     if spent > remaining:
-        return spent, 1
+        return spent
     where = np.empty(n, dtype=np.int64)
     block_of = np.empty(n, dtype=np.int64)
     first = np.empty(n, dtype=np.int64)
@@ -416,7 +417,7 @@ def _hopcroft(next_table, elems, initial, block, remaining):
             hi = col_at[cols[c]]
             spent += hi - lo
             if spent > remaining:
-                return spent, 1
+                return spent
             n_touched = 0
             for i in range(lo, hi):
                 s = sources[i]
@@ -454,7 +455,7 @@ def _hopcroft(next_table, elems, initial, block, remaining):
                 n_waiting += 1
             lo = hi
     block[:n] = block_of
-    return spent, 0
+    return spent
 
 
 def _whole(narrow, full, accepting, weights, max_rounds):
@@ -538,11 +539,10 @@ def quotient(full: np.ndarray, accepting: np.ndarray, block: np.ndarray) -> tupl
     return _compiled()["_quotient"](full, accepting, block)
 
 
-def hopcroft(next_table: np.ndarray, block: np.ndarray, remaining: int) -> tuple[int, bool]:
-    """`_hopcroft` compiled, from the partition `block` (int64[n + 1]), refined in place:
-    (the operations its steps charge, whether they stopped past `remaining`)."""
+def hopcroft(next_table: np.ndarray, block: np.ndarray, remaining: int) -> int:
+    """`_hopcroft` compiled, from the partition `block` (int64[n + 1]), refined in place: the
+    operations its steps charge, summed up to the first that passes `remaining`."""
     n = next_table.shape[0]
     initial = np.ascontiguousarray(block[:n])
     elems = np.argsort(initial, kind="stable").astype(np.int64)
-    spent, stopped = _compiled()["_hopcroft"](next_table, elems, initial, block, remaining)
-    return int(spent), bool(stopped)
+    return int(_compiled()["_hopcroft"](next_table, elems, initial, block, remaining))

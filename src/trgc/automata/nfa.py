@@ -53,6 +53,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import chain
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
@@ -133,6 +134,24 @@ class Nfa:
             [tuple([(lo, hi, q + d) for lo, hi, d in row]) for q, row in enumerate(self.edges)],
         )
 
+    def edge_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """(labelled edges per state, int64[edges, 3] of (atom_lo, atom_hi, target) in row
+        order): the rows flattened and their steps turned into targets, on whole arrays."""
+        n = self.n_states
+        counts = np.fromiter(map(len, self.edges), dtype=np.int64, count=n)
+        flat = np.fromiter(chain.from_iterable(chain.from_iterable(self.edges)), dtype=np.int64)
+        flat = flat.reshape(-1, 3)
+        flat[:, 2] += np.repeat(np.arange(n, dtype=np.int64), counts)
+        return counts, flat
+
+    def eps_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """(epsilon edges per state, int64 targets in row order), as `edge_arrays`."""
+        n = self.n_states
+        counts = np.fromiter(map(len, self.eps), dtype=np.int64, count=n)
+        targets = np.fromiter(chain.from_iterable(self.eps), dtype=np.int64)
+        targets += np.repeat(np.arange(n, dtype=np.int64), counts)
+        return counts, targets
+
     @classmethod
     def of_targets(cls, eps: Sequence[Sequence[int]], edges: Sequence[Sequence[tuple[int, int, int]]],
                    start: int, final: int) -> Nfa:  # fmt: skip
@@ -147,9 +166,10 @@ class Nfa:
 
 class Fragment(NamedTuple):
     """What building a stamped subtree did (`Grammar.stamped`), kept per template key for one
-    compilation attempt: its states' rows (relative, as `Nfa`'s, so a copy appends the same
-    tuples), its entry and exit numbered from its first state, the states it hid, the operations it charged, and what it met
-    (`_Builder.met`, a repetition numbered from the subtree's first node)."""
+    compilation attempt: its states' rows (steps, as `Nfa`'s, so a copy appends the same
+    tuples), its entry and exit numbered from its first state, the states it hid, the
+    operations it charged, and what it met (`_Builder.met`, a repetition numbered from the
+    subtree's first node)."""
 
     eps: list[tuple[int, ...]]
     edges: list[tuple[tuple[int, int, int], ...]]

@@ -22,7 +22,6 @@ searches visited, counted with a stamp per NFA state.
 from __future__ import annotations
 
 import functools
-from itertools import chain
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -643,16 +642,10 @@ def determinize(nfa: Nfa, totals: np.ndarray) -> tuple:
     """`_whole` compiled on `nfa` (the first call compiles it or loads it from numba's cache):
     (status, value, accepting, table, segments' first atoms, last atoms), with `totals` (the
     running totals and the budget, `C_*`) updated in place."""
-    n = nfa.n_states
-    states = np.arange(n, dtype=np.int64)
-    counts = np.fromiter(map(len, nfa.edges), dtype=np.int64, count=n)
-    flat = np.fromiter(chain.from_iterable(chain.from_iterable(nfa.edges)), dtype=np.int64)
-    flat = flat.reshape(-1, 3)
-    eps_counts = np.fromiter(map(len, nfa.eps), dtype=np.int64, count=n)
-    eps_to = np.fromiter(chain.from_iterable(nfa.eps), dtype=np.int64)
-    eps_to += np.repeat(states, eps_counts)  # the rows hold steps (`Nfa`): targets here
+    counts, flat = nfa.edge_arrays()
+    eps_counts, eps_to = nfa.eps_arrays()
     return _compiled()(
         np.ascontiguousarray(flat[:, 0]), np.ascontiguousarray(flat[:, 1]),
-        flat[:, 2] + np.repeat(states, counts), counts, eps_counts, eps_to, nfa.start,
-        nfa.final, totals, FIRST_ROOM,
+        np.ascontiguousarray(flat[:, 2]), counts, eps_counts, eps_to, nfa.start, nfa.final,
+        totals, FIRST_ROOM,
     )  # fmt: skip

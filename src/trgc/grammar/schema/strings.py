@@ -1,10 +1,11 @@
 """JSON strings as byte grammars: the general string, counted bodies, key sets and formats.
 
 A string body is a sequence of *units*, one per Unicode code point: a raw scalar (anything but
-`"`, `\\` and the C0 controls, encoded as UTF-8 by the class), a short escape, a `\\uXXXX` escape
-of a non-surrogate, or a `\\uD8xx\\uDCxx` surrogate pair (one code point). Lone surrogates are
-not expressible, so every accepted string decodes to valid Unicode. `minLength`/`maxLength`
-count code points, which is exactly a repetition count over units.
+`"`, `\\` and the C0 controls, encoded as UTF-8 by the class), a short escape, a `\\u` escape
+of four hex digits naming a non-surrogate, or a `\\uD8xx\\uDCxx` surrogate pair (one code
+point). Lone surrogates are not expressible, so every accepted string decodes to valid
+Unicode. `minLength`/`maxLength` count code points, which is exactly a repetition count over
+units.
 
 Canonical strings (what `json.dumps(..., ensure_ascii=False)` writes) escape only `"`, `\\` and
 the controls; member names of open objects use that canonical spelling so that a declared name

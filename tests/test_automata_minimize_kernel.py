@@ -6,6 +6,7 @@ kernel leaves to the Python path) and on every minimisation of real schemas and 
 from __future__ import annotations
 
 import itertools
+import json
 import random
 from pathlib import Path
 
@@ -385,3 +386,32 @@ def _partition(block: np.ndarray) -> set[frozenset[int]]:
         groups.setdefault(b, set()).add(s)
     return {frozenset(g) for g in groups.values()}
 
+
+# a loop of a long literal: its states are told apart only by their distance to the one
+# accepting state, more rounds than MOORE_ROUNDS, so Hopcroft's refinement finishes it
+_LONG_LOOP = "(" + "ab" * 35 + "|c)+"
+HOPCROFT_SOURCES = [
+    ("grammar", f'%trg 1\n%start s\ns ::= ("{"ab" * 40}" | "c")+ ;\n'),
+    (
+        "schema",
+        json.dumps(
+            {
+                "type": "object",
+                "required": ["code"],
+                "properties": {"code": {"type": "string", "pattern": f"^{_LONG_LOOP}$"}},
+            }
+        ),
+    ),
+]
+
+
+@pytest.mark.parametrize(("kind", "source"), HOPCROFT_SOURCES, ids=[k for k, _ in HOPCROFT_SOURCES])
+def test_compiled_hopcroft_on_a_grammar_and_a_schema(monkeypatch, kind, source):
+    """A grammar and a schema whose minimisation needs Hopcroft's refinement: every
+    minimisation made both ways is the same, and the compiled refinement is among them."""
+    refined = []
+    real = minimize_kernel.hopcroft
+    monkeypatch.setattr(minimize_kernel, "hopcroft", lambda *a: refined.append(1) or real(*a))
+    compile_source = trgc.compile_grammar if kind == "grammar" else None
+    assert _every_minimisation(monkeypatch, source.encode(), compile_source) >= 1
+    assert refined

@@ -45,6 +45,7 @@ def test_precomputed_masks_equal_reference(make):
         m._history = [config]
         expected = reference.allowed_mask(bind(art, TOK), config)
         assert (m.allowed_tokens() == expected).all(), config
+        assert m.last_source != "walk", config  # every entry came from the precomputed ones
 
 
 @pytest.mark.parametrize("make", [json_like, tool_call, regular])

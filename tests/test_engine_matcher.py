@@ -16,7 +16,7 @@ from engine_fixtures import (
     structural_table,
     tool_call,
 )
-from trgc.engine import kernel, reference
+from trgc.engine import kernel, matcher, reference
 from trgc.engine.binding import bind
 from trgc.engine.bits import n_words, pack, unpack
 from trgc.engine.cache import MaskCache
@@ -239,7 +239,8 @@ def test_pack_unpack_round_trip():
         assert (unpack(pack(mask), size) == mask).all()
 
 
-def test_cache_hits_and_budget():
+def test_cache_hits_and_budget(monkeypatch):
+    monkeypatch.setattr(matcher, "WALKED_NODES", -1)  # every one-frame entry is kept
     cache = MaskCache(budget_bytes=10_000)
     m = Matcher(json_like(), TOK, cache=cache)
     first = m.allowed_tokens()
@@ -264,6 +265,30 @@ def test_cache_hits_and_budget():
     assert stats["entries"] == 1 and stats["budget_bytes"] == 200 and stats["misses"] >= 3
     tiny.clear()
     assert len(tiny) == 0 and tiny.bytes_used == 0
+
+
+def test_small_one_frame_masks_are_walked_every_time_and_never_kept():
+    """A one-frame configuration whose walk is small (`matcher.WALKED_NODES`) is walked on
+    every visit, into the matcher's scratch, and nothing is kept for it; a larger one keeps its
+    entry and is found again. Either way the mask is the reference's, also when the caller
+    keeps the previous mask while asking for the next one."""
+    cache = MaskCache()
+    m = Matcher(json_like(), TOK, cache=cache)
+    b = m._binding
+    assert m._one_frame_plan[0] == matcher.WALKED
+    first = m.allowed_tokens()
+    assert m.last_source == "walk" and len(cache) == 0
+    assert (m.allowed_tokens() == first).all() and m.last_source == "walk" and len(cache) == 0
+    assert (first == reference.allowed_mask(b, START)).all()
+    m.advance(tid(b"["))
+    second = m.allowed_tokens()
+    assert (second == reference.allowed_mask(b, m.config)).all()
+    assert (first == reference.allowed_mask(b, START)).all() and not (first == second).all()
+    kept = Matcher(json_like(), TOK, cache=cache)
+    kept._one_frame_plan = [matcher.KEPT if p else p for p in kept._one_frame_plan]
+    assert (kept.allowed_tokens() == first).all() and kept.last_source == "walk"
+    assert len(cache) == 1
+    assert (kept.allowed_tokens() == first).all() and kept.last_source == "frame"
 
 
 def test_depth_limit_is_dead():

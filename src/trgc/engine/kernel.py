@@ -449,6 +449,7 @@ class Scratch:
         self.open_roots = self.ro[1 : n_nodes + 1]
         self.io = np.zeros(4, dtype=np.int64)
         self.words = np.empty(binding.n_words, dtype=np.uint32)  # a mask while it is computed
+        self.entry = np.empty(binding.n_words, dtype=np.uint32)  # an entry walked, not kept
         self.params = np.zeros(8, dtype=np.int64)
         self.params[P_MAX_DEPTH] = kt.max_depth
         self.params[P_MAX_STEPS] = kt.max_steps

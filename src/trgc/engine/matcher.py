@@ -65,6 +65,10 @@ from trgc.engine.slices import candidates
 from trgc.errors import TrgcError
 
 FORCED_BYTES_LIMIT = 4096
+# how `Matcher._words` masks a one-frame configuration (`Matcher._one_frame_plan`), and the
+# most trie nodes a walk of one may visit for it to be walked every time rather than kept
+GENERAL, KEPT, WALKED = 0, 1, 2
+WALKED_NODES = 1 << 14
 # frame entries a matcher keeps by top frame (`Matcher._frame`), cleared when full: the
 # shared cache holds them too, by residual, at the cost of two keys to make per lookup
 ENTRIES_KEPT = 4096
@@ -288,8 +292,14 @@ class Matcher:
                 self.last_source = "walk"
                 words = self._cache.put(key, mask_words(binding, config, self._scratch), 0)
             return words
-        mkey = config if max(config) <= STATE_MASK else mask_key(config, self._longest)
         store = self._store
+        if len(config) == 1 and store is None:
+            top = config[0]
+            if top <= STATE_MASK and (plan := self._one_frame_plan[top]):
+                words = self._one_frame(top, plan)
+                if words is not None:
+                    return words
+        mkey = config if max(config) <= STATE_MASK else mask_key(config, self._longest)
         if store is not None:
             if store.pending:
                 store.load_rest()
@@ -318,14 +328,11 @@ class Matcher:
         self.last_source = "frame"
         keys = key[-1]
         top = keys[-1]
-        entry = None
-        fresh = None
+        fresh = False  # the entry is walked with the mask, in the same compiled call
         if self._precomputed is None and self._cheap[top & STATE_MASK]:
             memory = (*self._frame_prefix, top)  # `framecache.memory_key` of a cheap frame
             entry = self._cache.get(memory)
-            if entry is None:
-                self.last_source = "walk"
-                fresh = np.empty(self._n_words, dtype=np.uint32)
+            fresh = entry is None
         else:
             entry = self._frame(config[-1])
         if entry is not None:
@@ -336,18 +343,19 @@ class Matcher:
                     return entry.accept  # the whole mask, as a direct row is (`DirectRows`)
         scratch = self._scratch
         words = scratch.words  # copied when kept: most masks are an entry's accept set
-        open_tails = None if entry is None or len(config) == 1 else entry.tails
+        if fresh:
+            entry, direct = self._walk_entry(keys, memory)
+            if direct:
+                return entry.accept
+            words = words.copy()
+            return self._cache.put(key, words, words.nbytes)
+        open_tails = None if len(config) == 1 else entry.tails
         after = None if open_tails is None else self._after_member(open_tails.k, top)
         if after is None:
             known = entry
         else:  # the headless roots through `cold_mask`, the open tails walked below
             known = FrameEntry(entry.accept, open_tails.headless, entry.height)
-        direct = cold_mask(scratch, keys, words, known, fresh)
-        if fresh is not None:
-            roots, height = computed_entry(scratch)
-            fresh.setflags(write=False)
-            entry = FrameEntry(fresh, roots, height)
-            self._cache.put(memory, entry, fresh.nbytes + roots.nbytes)
+        direct = cold_mask(scratch, keys, words, known)
         if after is not None and PH_FULL not in phases_run(scratch):
             if direct:
                 words[:] = entry.accept
@@ -356,9 +364,63 @@ class Matcher:
             run_walk(binding, (*keys[:-1], *after), words, scratch, open_tails.nodes, False, None,
                      trie)  # fmt: skip
         if direct:
-            return entry.accept  # type: ignore[union-attr]
+            return entry.accept
         words = words.copy()
         return self._cache.put(key, words, words.nbytes)
+
+    def _walk_entry(self, keys: tuple, memory: tuple) -> tuple[FrameEntry, bool]:
+        """The entry of the cheap top frame of `keys`, walked now and kept in the cache under
+        `memory` (its `framecache.memory_key`), with the mask at `keys` in the same compiled
+        call (`kernel.cold_mask`): (the entry, whether its accept set is the whole mask; else
+        the mask is in the scratch's words)."""
+        self.last_source = "walk"
+        fresh = np.empty(self._n_words, dtype=np.uint32)
+        scratch = self._scratch
+        direct = cold_mask(scratch, keys, scratch.words, None, fresh)
+        roots, height = computed_entry(scratch)
+        fresh.setflags(write=False)
+        entry = FrameEntry(fresh, roots, height)
+        self._cache.put(memory, entry, fresh.nbytes + roots.nbytes)
+        return entry, direct
+
+    @functools.cached_property
+    def _one_frame_plan(self) -> list[int]:
+        """Per state, how `_words` masks a one-frame configuration at it: `GENERAL` (the key
+        of the configuration, then `_compute`), or, when its entry is walked inside
+        `cold_mask` (`_cheap`) and its accept set is its whole mask (`_plain`: no EOS, no
+        special token), `_one_frame` with `KEPT` (the entry kept in the cache) or `WALKED`
+        (a walk that can visit at most `WALKED_NODES` trie nodes: walked every time, into the
+        scratch). Only `GENERAL` with precomputed masks (their rows come first)."""
+        if self._precomputed is None:
+            one_frame = np.asarray(self._cheap) & self._plain
+            small = walk_bound(self._binding) <= WALKED_NODES
+            return np.where(one_frame, np.where(small, WALKED, KEPT), GENERAL).tolist()
+        return [GENERAL] * len(self._cheap)
+
+    def _one_frame(self, top: int, plan: int) -> np.ndarray | None:
+        """The mask of the one-frame configuration `(top,)` (`_one_frame_plan`): walked now
+        into the scratch (`WALKED`), or its entry's accept set, read from the cache or walked
+        now and kept (`KEPT`); None when that entry is too high for `max_depth` (`_compute`
+        then walks the mask whole). No key of the configuration is made or looked up:
+        `_compute` keeps a mask under one only when it is not an accept set.
+
+        A small walk is not kept: in a document's first pass most configurations are new, and
+        keeping their entries (a fresh 16-19 KB array written per mask, then found in the cache
+        and copied out) cost more than walking them again. The scratch's words are returned
+        as they are: the caller reads them before the next mask."""
+        if plan == WALKED:
+            scratch = self._scratch
+            self.last_source = "walk"
+            if cold_mask(scratch, (top,), scratch.words, None, scratch.entry):
+                return scratch.entry
+            return scratch.words  # a full walk near max_depth: the mask whole
+        memory = (*self._frame_prefix, top)
+        entry = self._cache.get(memory)
+        if entry is None:
+            entry, direct = self._walk_entry((top,), memory)
+            return entry.accept if direct else None
+        self.last_source = "frame"
+        return entry.accept if entry.height <= self._binding.tables.max_depth else None
 
     def _after_member(self, k: int, top: int) -> tuple | None:
         """The frames after a member of slice `k` for top frame key `top` in this binding

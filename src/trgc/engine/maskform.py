@@ -26,6 +26,7 @@ import struct
 import numpy as np
 
 DENSE, SPARSE = 0, 1
+_WORD = np.dtype("<u4")  # the words' dtype: little-endian uint32
 _HEAD = struct.Struct("<II")
 LOOP_WORDS = 16  # a sparse mask of at most this many words is stored item by item
 
@@ -68,7 +69,9 @@ class Dense:
 
     @classmethod
     def of(cls, words: np.ndarray) -> Dense:
-        return cls(memoryview(np.ascontiguousarray(words, dtype="<u4")).cast("B"))
+        if words.dtype is _WORD and words.flags.c_contiguous:  # the engine's own words
+            return cls(memoryview(words).cast("B"))
+        return cls(memoryview(np.ascontiguousarray(words, dtype=_WORD)).cast("B"))
 
     def fill(self, row: Row) -> None:
         row.raw[:] = self.raw

@@ -251,14 +251,17 @@ _MOVES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 class _Product:
-    """A slice automaton with one artifact's tables: its `moves` over their byte classes, and
-    `_reach_need`'s answers (`_Pairs`) once the unbounded search is first asked for."""
+    """A slice automaton with one artifact's tables: its `moves` over their byte classes, the
+    classes its members' first bytes fall in (`first_call` reads a state's actions on them),
+    and `_reach_need`'s answers (`_Pairs`) once the unbounded search is first asked for."""
 
-    __slots__ = ("dfa", "moves", "pairs")
+    __slots__ = ("dfa", "moves", "first_classes", "pairs")
 
-    def __init__(self, dfa: np.ndarray, moves: tuple[np.ndarray, np.ndarray]) -> None:
+    def __init__(self, dfa: np.ndarray, moves: tuple[np.ndarray, np.ndarray],
+                 first_classes: np.ndarray) -> None:  # fmt: skip
         self.dfa = dfa
         self.moves = moves
+        self.first_classes = first_classes
         self.pairs: _Pairs | None = None
 
 
@@ -280,7 +283,9 @@ def _product(tables: Tables, dfa: np.ndarray) -> _Product:
         per_tables = _MOVES.setdefault(tables, {})
     found = per_tables.get(id(dfa))
     if found is None or found.dfa is not dfa:
-        found = per_tables[id(dfa)] = _Product(dfa, _moves(tables.byte_class, dfa))
+        first_classes = tables.byte_class[np.flatnonzero(dfa[0] >= 0)]
+        found = per_tables[id(dfa)] = _Product(dfa, _moves(tables.byte_class, dfa),
+                                               first_classes)  # fmt: skip
     return found
 
 
@@ -605,8 +610,7 @@ def first_call(tables: Tables, g: int, dfa: np.ndarray) -> int | None:
     """The call edge state `g` takes on every byte a member of the slice automaton `dfa` can
     start with, when it is one and the same (a string body with `minLength`: the frame calls
     its repeat machine); else None."""
-    firsts = np.flatnonzero(dfa[0] >= 0)
-    actions = tables.next[g, tables.byte_class[firsts]]
+    actions = tables.next[g, _product(tables, dfa).first_classes]
     if not actions.size or actions[0] > -2 or (actions != actions[0]).any():
         return None
     return -2 - int(actions[0])

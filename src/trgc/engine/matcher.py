@@ -6,7 +6,9 @@ So matchers are thread-compatible: one thread per matcher, no hidden global stat
 
 A configuration whose top frame decides the whole mask on its own (`DirectRows`: no open roots
 to check, no EOS or special token possible, stack room enough) gets the frame entry's accept
-set itself, precomputed or not: no copy, no cache entry. Otherwise masks come from
+set itself, precomputed or not: no copy, no cache entry; with one frame only and a small walk
+(`WALKED_NODES`), that entry is walked on every visit and not kept (`_one_frame`). Otherwise
+masks come from
 the in-memory `MaskCache` (whole configuration) or are assembled from the `FrameEntry` of the
 top frame (what that frame decides on its own: from the `FrameMasks`, or keyed by the frame's
 residual in the `MaskCache` and the optional `DiskCache`, shared with every artifact and

@@ -18,7 +18,8 @@ from trgc.engine.config import START, STATE_MASK, frame_key, step_bytes
 from trgc.engine.kernel import Scratch, walk_trie
 from trgc.engine.matcher import Matcher
 from trgc.engine.precompute import frame_entry, reachable_keys
-from trgc.engine.slices import default_slices, is_safe
+from trgc.engine.slices import STRING, default_slices, is_safe
+from trgc.engine.slices import STRING_DOT as DOT
 from trgc.engine.tails import after_members
 from trgc.grammar.schema.canonical import canonical_instance
 
@@ -26,8 +27,6 @@ TOKENS = [
     b"abc", b'ab"', b'ab",', b'"', b'",', b'"}', b'x"}]', b"x\xe1", b"\xe1", b"\xe1\xbb",
     b"\xe1\xbb\x85", b"ab\\n", b"\\", b"\n", b"x\n", b"a\xe2\x80\xa8", b"\xe2\x80\xa8b", b"b",
 ]  # fmt: skip
-STRING = 0  # default_slices() index of the unbounded string slice
-DOT = 4  # and of the string characters a regex `.` matches
 
 
 @functools.cache
@@ -230,9 +229,107 @@ def test_a_later_slice_with_tails_is_taken_when_the_first_has_none():
     assert after_members(b.tables, body, default_slices()[STRING].dfa, b.trie_depth) is None
     k, _, after = precompute._slice_of(b, body)
     assert k == DOT and after is not None
+    assert (body & STATE_MASK) not in precompute.slice_plan(b)  # the plan leaves it to a search
     for key in reachable_keys(b.tables, b.trie_depth):
         entry = frame_entry(b, key, scratch)
         plain = np.zeros(b.n_words, dtype=np.uint32)
         roots, height = walk_trie(b, (key,), plain, scratch, frame_mode=False)
         assert (entry.accept == plain).all() and entry.open_roots.tolist() == roots.tolist()
         assert entry.height >= height
+
+
+PLAN_SCHEMAS = {
+    "plain": {"type": "object", "properties": {"a": {"type": "string"}, "b": {
+        "type": "array", "items": {"type": "string"}}}, "required": ["a"]},
+    # names sharing a prefix, other names allowed: a member ends in one of several states
+    "names": {"type": "object", "properties": {"name": {"type": "string"},
+              "nation": {"type": "string"}}, "additionalProperties": {"type": "integer"}},
+    "dot": {"type": "string", "pattern": ".+"},
+    "nested": NESTED,
+}  # fmt: skip
+PLAN_GRAMMARS = ("json", "csv", "sexpr", "toolcall")
+
+
+def _plan_artifact(name: str):
+    if name in PLAN_SCHEMAS:
+        return trgc.compile_schema(PLAN_SCHEMAS[name], separators="compact")
+    if name.endswith(".json"):
+        return trgc.compile_schema((ROOT / "schemas" / name).read_bytes())
+    return trgc.compile_grammar((ROOT / "grammars" / f"{name}.trg").read_text(encoding="utf-8"))
+
+
+def _check_plan(b) -> tuple[int, int]:
+    """Every frame `slice_plan` decides gets the answer of its own search, and every frame
+    without counters whose search finds the string slice by shifts, with tails, is decided;
+    (decided with tails, decided without)."""
+    plan = precompute.slice_plan(b)
+    maybe = precompute.slice_candidates(b)
+    for g in np.flatnonzero(maybe.any(axis=0)).tolist():
+        searched = precompute._searched_slice(b, g)
+        if g in plan:
+            assert plan[g] == searched, g
+        elif not b.tables.is_repeat[g]:  # the call case has two frames after a member
+            assert not (searched[0] == STRING and searched[2] and len(searched[2]) == 1), g
+    assert set(plan) <= set(np.flatnonzero(maybe[STRING]).tolist())
+    tails = sum(after is not None for _, _, after in plan.values())
+    return tails, len(plan) - tails
+
+
+@pytest.mark.parametrize("vocab", ["tokenizers/llama3/tokenizer.json.zst", "bytes"])
+@pytest.mark.parametrize(
+    "name", [*PLAN_SCHEMAS, *PLAN_GRAMMARS, "person.json", "tool_args.json", "tree.json"]
+)
+def test_the_slice_plan_equals_each_frames_search(vocab, name):
+    """`slice_plan` (every frame without counters at once, `slices.plain_frames`) against
+    `_searched_slice` (one frame at a time, the searches `is_safe` and `after_members`)."""
+    tok = byte_table() if vocab == "bytes" else trgc.load_tokenizer(ROOT / vocab)
+    try:
+        b = bind(_plan_artifact(name), tok)
+    except trgc.TrgcError as err:
+        assert err.code == "E_SPECIAL_TOKEN_MISSING"
+        return
+    tails, plain = _check_plan(b)
+    if name in ("plain", "nested", "json"):
+        assert tails > 0
+    if name == "names":
+        assert plain > 0  # "na" may go on as "name", "nation" or another name
+
+
+def test_the_slice_plan_equals_each_frames_search_on_jsonschemabench():
+    """The same on the first 25 schemas of every JSONSchemaBench subset that trgc compiles."""
+    from test_engine_scale import BENCH
+
+    if not BENCH.is_dir():
+        pytest.skip(f"the JSONSchemaBench corpus is missing: {BENCH}")
+    tok = trgc.load_tokenizer(ROOT / "tokenizers/llama3/tokenizer.json.zst")
+    decided = [0, 0]
+    for subset in sorted(p for p in BENCH.iterdir() if p.is_dir()):
+        for path in sorted(subset.glob("*.json"))[:25]:
+            try:
+                art = trgc.compile_schema(path.read_bytes(), separators="compact")
+            except trgc.TrgcError:
+                continue
+            for i, n in enumerate(_check_plan(bind(art, tok))):
+                decided[i] += n
+    assert decided[0] > 200 and decided[1] > 0, decided
+
+
+def test_a_matcher_makes_the_slice_plan_with_its_first_mask(monkeypatch):
+    """The plan is made with a matcher's first mask, and a string body's first mask then
+    searches nothing: made there instead, the plan or the searches cost 100-600 us, once per
+    artifact, in masks of their own."""
+    tok = trgc.load_tokenizer(ROOT / "tokenizers/llama3/tokenizer.json.zst")
+    m = Matcher(_plan_artifact("plain"), tok)
+    assert "slice_plan" not in m._binding._lazy
+    m.allowed_tokens()
+    assert "slice_plan" in m._binding._lazy
+    searched = []
+    real = precompute._searched_slice
+    monkeypatch.setattr(precompute, "_searched_slice", lambda *a: searched.append(a) or real(*a))
+    rng = np.random.default_rng(3)
+    for text in (b'{"a":"x', b'{"a":"x","b":["y'):
+        config = step_bytes(m._binding.tables, START, text)
+        m._history = [config]
+        matches_reference(m._binding, config, m.allowed_tokens(), rng, whole=False)
+        assert m.last_source == "walk", text
+    assert not searched

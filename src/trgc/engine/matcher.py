@@ -62,8 +62,14 @@ from trgc.engine.kernel import (
 )
 from trgc.engine.maskform import Dense, Form, Row
 from trgc.engine.maskstore import MaskStore, shared_store
-from trgc.engine.precompute import FrameEntry, FrameMasks, plain_states, slice_of
-from trgc.engine.slices import candidates
+from trgc.engine.precompute import (
+    FrameEntry,
+    FrameMasks,
+    plain_states,
+    slice_candidates,
+    slice_of,
+    slice_plan,
+)
 from trgc.errors import TrgcError
 
 FORCED_BYTES_LIMIT = 4096
@@ -202,11 +208,13 @@ class Matcher:
         `framecache.cheap` and no slice can fit it (`slices.candidates`). A state that may
         fit one is left to `_frame`, whose walk uses the slice: its walk bound counts the
         first bytes it acts on, not those it restarts or returns on (an accepting counted
-        repetition of a string body acts on none, and its open roots span the trie)."""
+        repetition of a string body acts on none, and its open roots span the trie).
+
+        Made with the first mask computed, and the binding's `slice_plan` with it, so that
+        no string body's first mask pays for the plan."""
         binding = self._binding
-        maybe = binding._lazy.get("slice_candidates")
-        if maybe is None:
-            maybe = binding._lazy["slice_candidates"] = candidates(binding.tables)
+        maybe = slice_candidates(binding)
+        slice_plan(binding)
         bounded = walk_bound(binding) <= DESCRIBE_ABOVE_NODES
         return (bounded & ~maybe.any(axis=0)).tolist()
 

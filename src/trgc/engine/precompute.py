@@ -45,7 +45,16 @@ from trgc.engine.config import (
     unclip,
 )
 from trgc.engine.kernel import Scratch, run_walk, walk_trie, whole_trie
-from trgc.engine.slices import candidates, default_slices, is_safe
+from trgc.engine.slices import (
+    FAIL,
+    SEVERAL,
+    STRING,
+    STRING_DOT,
+    candidates,
+    default_slices,
+    is_safe,
+    plain_frames,
+)
 from trgc.engine.tails import after_members
 from trgc.errors import TrgcError
 from trgc.limits import DEFAULT_LIMITS, Limits, check_limit
@@ -133,12 +142,70 @@ def _slice_of(binding: Binding, key: int) -> tuple[int | None, int, tuple | None
     and its members all lead to the same frames (`after_members`) while the first's do not
     (under the unanchored `pattern: ".+"`, a string with one character other than U+2028
     and U+2029: those two leave the frame where it was, any other moves it on, so the string
-    slice's members end in two states; the string-dot slice leaves those two to the tails)."""
+    slice's members end in two states; the string-dot slice leaves those two to the tails).
+    Most frames without counters are answered by the binding's `slice_plan`, the others
+    searched now (`_searched_slice`)."""
     g = key & STATE_MASK
+    if key == g:
+        found = slice_plan(binding).get(g)
+        if found is not None:
+            return found
+    return _searched_slice(binding, key)
+
+
+def slice_candidates(binding: Binding) -> np.ndarray:
+    """`slices.candidates` of the binding's tables, made once."""
+    found = binding._lazy.get("slice_candidates")
+    if found is None:
+        found = binding._lazy["slice_candidates"] = candidates(binding.tables)
+    return found
+
+
+def slice_plan(binding: Binding) -> dict[int, tuple[int, int, tuple | None]]:
+    """`_slice_of`'s answer for every frame without counters that `slices.plain_frames`
+    decides (a string body, or a member name that other names share a prefix with), all made
+    in one compiled call; the rest are searched a frame at a time. A matcher makes it with
+    its first mask: made with a string body's first mask instead, it (or the searches it
+    replaces, with the slice products and pair answers they build) cost 100-600 us there,
+    once per artifact, which set the mask p99."""
+    found = binding._lazy.get("slice_plan")
+    if found is None:
+        found = binding._lazy["slice_plan"] = _plan(binding)
+    return found
+
+
+def _plan(binding: Binding) -> dict[int, tuple[int, int, tuple | None]]:
+    """`slice_plan`, made: the string slice decides a frame when it is safe there by shifts
+    and its members end in one state (walked by tails), or end in several while the
+    string-dot slice's do too or cannot fit (the string slice then, without tails)."""
     tables, longest = binding.tables, binding.trie_depth
-    maybe = binding._lazy.get("slice_candidates")
-    if maybe is None:
-        maybe = binding._lazy["slice_candidates"] = candidates(tables)
+    maybe = slice_candidates(binding)
+    states = np.flatnonzero(maybe[STRING] & ~tables.is_repeat)
+    if not states.size:
+        return {}
+    pieces = default_slices()
+    decided = plain_frames(tables, pieces[STRING], pieces[STRING_DOT], states)
+    if decided is None:
+        return {}
+    plan: dict[int, tuple[int, int, tuple | None]] = {}
+    for g, height, after, dot_after in zip(states.tolist(), *(a.tolist() for a in decided),
+                                           strict=True):  # fmt: skip
+        if height == FAIL:
+            continue
+        if after != SEVERAL:
+            counters = longest << 32 if tables.is_repeat[after] else 0
+            plan[g] = (STRING, height, (after | counters,))
+        elif dot_after == SEVERAL or not maybe[STRING_DOT, g]:
+            plan[g] = (STRING, height, None)
+    return plan
+
+
+def _searched_slice(binding: Binding, key: int) -> tuple[int | None, int, tuple | None]:
+    """`_slice_of` by the searches of `is_safe` and `after_members` for this frame alone (the
+    reference `slice_plan` is tested against)."""
+    tables, longest = binding.tables, binding.trie_depth
+    maybe = slice_candidates(binding)
+    g = key & STATE_MASK
     first = None
     for k, piece in enumerate(default_slices()):
         if not maybe[k, g] or (first is not None and not piece.tails):

@@ -106,6 +106,7 @@ def default_slices() -> tuple[Slice, ...]:
     )
 
 
+STRING, STRING_DOT = 0, 4  # `default_slices()` indices of the slices walked by tails
 NOT_MEMBER = np.iinfo(np.int32).max
 
 
@@ -547,8 +548,130 @@ def _pair_scratch(n_pairs: int) -> tuple[np.ndarray, ...]:
     return found
 
 
+SEVERAL = -1  # `_boundary`: member strings end in different places (or leave the machine)
+
+
+def _boundary(gnext, moves, n_moves, accepting, is_repeat, rep_start, g, needed):
+    """Where every non-empty member string of a slice (its `slices.moves`) takes a frame at
+    state `g` by shifts and restarts of its own counted repetition: `state * (needed + 1) +
+    restarts` (restarts counted up to `needed`, all that the frame's counters show of them
+    when it has iterations enough), or SEVERAL, as soon as two differ. A pair is `(restarts
+    * slice states + slice state) * n_states + state`."""
+    n_states = gnext.shape[0]
+    width = n_moves.shape[0] * n_states
+    found = SEVERAL
+    seen = {g}
+    work = [g]
+    while len(work):
+        pair = work.pop()
+        used = pair // width
+        rest = pair % width
+        ss = rest // n_states
+        state = rest % n_states
+        for j in range(n_moves[ss]):
+            nss = moves[ss, j, 0]
+            sym = moves[ss, j, 1]
+            a = np.int64(gnext[state, sym])
+            more = used
+            if a == -1 and is_repeat[state] and accepting[state]:
+                a = np.int64(gnext[rep_start[state], sym])
+                more = min(used + 1, needed)
+            if a < 0:
+                return SEVERAL
+            if nss == 0:
+                code = a * (needed + 1) + more
+                if found == SEVERAL:
+                    found = code
+                elif found != code:
+                    return SEVERAL
+            nxt = (more * n_moves.shape[0] + nss) * n_states + a
+            if nxt not in seen:
+                seen.add(nxt)
+                work.append(nxt)
+    return found
+
+
+@functools.cache
+def boundary_jitted():
+    """`_boundary` compiled (`tails.after_members` asks it frame by frame)."""
+    from numba import njit
+
+    return njit(cache=True, nogil=True)(_boundary)
+
+
+# what `_plain_frames` calls: these searches, compiled by `_plain_frames_jitted`
+_reach_need_c, _boundary_c = _reach_need, _boundary
+
+
 # product pairs above which `_reach_need`'s answers are not kept
 PAIRS_KEPT = 1 << 22
+
+
+def _plain_frames(gnext, moves, n_moves, other_moves, other_n_moves, accepting, is_repeat,
+                  rep_start, need, cost, max_depth, states, value, index, low, acc, tarjan, path,
+                  path_j, height, after, other_after):  # fmt: skip
+    """`plain_frames` compiled: per state of `states`, `is_safe`'s height from `_reach_need`
+    (or FAIL); when safe, `_boundary`'s state with nothing needed (or SEVERAL), and when that
+    is SEVERAL, the same over the other slice's moves (or SEVERAL). `_reach_need_c` and
+    `_boundary_c` are the compiled searches (`_plain_frames_jitted`)."""
+    for i in range(states.shape[0]):
+        g = states[i]
+        reach = _reach_need_c(gnext, moves, n_moves, accepting, is_repeat, rep_start, need, g,
+                              value, index, low, acc, tarjan, path, path_j)  # fmt: skip
+        if reach == FAIL or cost[g] + reach > max_depth:
+            height[i] = FAIL
+            continue
+        height[i] = cost[g] + reach
+        after[i] = _boundary_c(gnext, moves, n_moves, accepting, is_repeat, rep_start, g, 0)
+        if after[i] == SEVERAL:
+            other_after[i] = _boundary_c(gnext, other_moves, other_n_moves, accepting, is_repeat,
+                                         rep_start, g, 0)  # fmt: skip
+
+
+@functools.cache
+def _plain_frames_jitted():
+    from numba import njit
+
+    # module globals the compiled function calls (as `subset_kernel` does with its helpers)
+    globals()["_reach_need_c"] = _reach_need_jitted()
+    globals()["_boundary_c"] = boundary_jitted()
+    return njit(cache=True, nogil=True)(_plain_frames)
+
+
+def plain_frames(
+    tables: Tables, s: Slice, other: Slice, states: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """For many frames without counters at once (`states`, none a counted repetition), in one
+    compiled call, three int64 arrays: `is_safe`'s height for the unbounded slice `s` when its
+    members are consumed by shifts alone (FAIL otherwise: not safe, or only by a call, which
+    `first_call` decides); where safe, the state every non-empty member of `s` leads to
+    (`tails.after_members`'s frame; SEVERAL if they differ) and, where they differ, the same
+    for the unbounded slice `other` (SEVERAL if they differ too, or where not asked). None
+    when the product is too large for `_reach_need` to keep its answers (`PAIRS_KEPT`).
+
+    `precompute.slice_plan` asks this for every such state of a binding with its first mask:
+    a state at a time, the same searches cost two to four compiled calls and some thirty
+    Python calls, 20-40 us per string body's first mask and 100-600 us for an artifact's
+    first (its slice products, pair answers and scratch made then), which set the mask p99."""
+    product = _product(tables, s.dfa)
+    n_pairs = product.moves[1].shape[0] * tables.next.shape[0]
+    if s.max_chars or other.max_chars or n_pairs > PAIRS_KEPT:
+        return None
+    if product.pairs is None:
+        product.pairs = _Pairs(n_pairs)
+    pairs = product.pairs
+    n = states.shape[0]
+    height = np.empty(n, dtype=np.int64)
+    after = np.full(n, -1, dtype=np.int64)
+    other_after = np.full(n, -1, dtype=np.int64)
+    with pairs.lock:
+        _plain_frames_jitted()(
+            tables.next, *product.moves, *_product(tables, other.dfa).moves, tables.accepting,
+            tables.is_repeat, tables.rep_start, tables.need_more, tables.cost, tables.max_depth,
+            states.astype(np.int64), pairs.value, *_pair_scratch(n_pairs), height, after,
+            other_after,
+        )  # fmt: skip
+    return height, after, other_after
 
 
 def candidates(tables: Tables) -> np.ndarray:

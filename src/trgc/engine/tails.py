@@ -35,7 +35,7 @@ import numpy as np
 
 from trgc.engine.config import Tables, unclip
 from trgc.engine.kernel import records
-from trgc.engine.slices import first_call, moves
+from trgc.engine.slices import SEVERAL, boundary_jitted, first_call, moves
 
 
 @dataclass(frozen=True, eq=False)
@@ -69,7 +69,7 @@ class Tails:
             return tail_nodes.astype(np.int32)
         below = self.token_start[self.subtree_end[tail_nodes]] - self.token_start[tail_nodes]
         out = np.empty(int(below.sum()), dtype=np.int32)
-        n = _jitted()[2](tail_nodes, self.token_start, self.subtree_end, self.node_depth,
+        n = _jitted()[1](tail_nodes, self.token_start, self.subtree_end, self.node_depth,
                          self.token_ids, self.head, vocab.node_of, vocab.node_depth, vocab.parent,
                          out)  # fmt: skip
         return out[:n]
@@ -113,7 +113,7 @@ def _without_headless(has_headless, parent, out):
 def _jitted():
     from numba import njit
 
-    return tuple(njit(cache=True, nogil=True)(f) for f in (_without_headless, _boundary, _places))
+    return tuple(njit(cache=True, nogil=True)(f) for f in (_without_headless, _places))
 
 
 def build_tails(vocab, member: np.ndarray, head: np.ndarray) -> Tails:
@@ -179,49 +179,6 @@ def _tail_trie(tails: list[bytes], tokens: np.ndarray) -> tuple[np.ndarray, ...]
     )
 
 
-SEVERAL = -1  # `_boundary`: member strings end in different places (or leave the machine)
-
-
-def _boundary(gnext, moves, n_moves, accepting, is_repeat, rep_start, g, needed):
-    """Where every non-empty member string of a slice (its `slices.moves`) takes a frame at
-    state `g` by shifts and restarts of its own counted repetition: `state * (needed + 1) +
-    restarts` (restarts counted up to `needed`, all that the frame's counters show of them
-    when it has iterations enough), or SEVERAL, as soon as two differ. A pair is `(restarts
-    * slice states + slice state) * n_states + state`."""
-    n_states = gnext.shape[0]
-    width = n_moves.shape[0] * n_states
-    found = SEVERAL
-    seen = {g}
-    work = [g]
-    while len(work):
-        pair = work.pop()
-        used = pair // width
-        rest = pair % width
-        ss = rest // n_states
-        state = rest % n_states
-        for j in range(n_moves[ss]):
-            nss = moves[ss, j, 0]
-            sym = moves[ss, j, 1]
-            a = np.int64(gnext[state, sym])
-            more = used
-            if a == -1 and is_repeat[state] and accepting[state]:
-                a = np.int64(gnext[rep_start[state], sym])
-                more = min(used + 1, needed)
-            if a < 0:
-                return SEVERAL
-            if nss == 0:
-                code = a * (needed + 1) + more
-                if found == SEVERAL:
-                    found = code
-                elif found != code:
-                    return SEVERAL
-            nxt = (more * n_moves.shape[0] + nss) * n_states + a
-            if nxt not in seen:
-                seen.add(nxt)
-                work.append(nxt)
-    return found
-
-
 def after_members(tables: Tables, key: int, dfa: np.ndarray, longest: int) -> tuple | None:
     """The frame keys (bottom first) that every non-empty member string of an unbounded slice
     takes the top frame `key` to, when the slice is safe there (`slices.is_safe`) and they are
@@ -234,7 +191,7 @@ def after_members(tables: Tables, key: int, dfa: np.ndarray, longest: int) -> tu
     on every first byte of a member (a string body with `minLength`) is followed into it: the
     frames are then its return state and the repeat machine's."""
     g, left, needed = unclip(key)
-    boundary = _jitted()[1]
+    boundary = boundary_jitted()
     if not tables.is_repeat[g] or left >= longest:
         code = _boundary_of(boundary, tables, g, needed, dfa)
         if code is not None:
@@ -258,7 +215,7 @@ def after_members(tables: Tables, key: int, dfa: np.ndarray, longest: int) -> tu
 
 
 def _boundary_of(boundary, tables: Tables, g: int, needed: int, dfa: np.ndarray) -> int | None:
-    """`_boundary` (compiled: `boundary`) over `tables` from state `g`; None for SEVERAL."""
+    """`slices._boundary` (compiled: `boundary`) over `tables` from state `g`; None for SEVERAL."""
     code = boundary(tables.next, *moves(tables, dfa), tables.accepting,
                     tables.is_repeat, tables.rep_start, g, needed)  # fmt: skip
     return None if code == SEVERAL else int(code)

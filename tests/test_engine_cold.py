@@ -93,7 +93,7 @@ def check(b, config, masks, rng, whole: bool) -> None:
 def keep_one_frame_entries(m: Matcher) -> None:
     """Make `m` keep the entry of every one-frame configuration it masks by `_one_frame`
     (the fixtures' walks are all small enough to be walked every time otherwise)."""
-    m._one_frame_plan = [matcher.KEPT if plan else plan for plan in m._one_frame_plan]
+    m._one_frame_plan = [matcher.KEPT if p == matcher.WALKED else p for p in m._one_frame_plan]
 
 
 @settings(max_examples=40, deadline=None, derandomize=True)

@@ -8,10 +8,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine_fixtures import (
+    ROOT,
     STRUCTURAL,
     UNUSED_ID,
     json_like,
     make_tokenizer,
+    matches_reference,
     regular,
     structural_table,
     tool_call,
@@ -285,7 +287,9 @@ def test_small_one_frame_masks_are_walked_every_time_and_never_kept():
     assert (second == reference.allowed_mask(b, m.config)).all()
     assert (first == reference.allowed_mask(b, START)).all() and not (first == second).all()
     kept = Matcher(json_like(), TOK, cache=cache)
-    kept._one_frame_plan = [matcher.KEPT if p else p for p in kept._one_frame_plan]
+    kept._one_frame_plan = [
+        matcher.KEPT if p == matcher.WALKED else p for p in kept._one_frame_plan
+    ]
     assert (kept.allowed_tokens() == first).all() and kept.last_source == "walk"
     assert len(cache) == 1
     assert (kept.allowed_tokens() == first).all() and kept.last_source == "frame"
@@ -379,3 +383,54 @@ def test_eos_named_by_the_grammar_is_a_symbol_first():
     b = bind(art, TOK)
     for config in (START, step_bytes(b.tables, START, b"x")):
         assert (kernel.allowed_mask(b, config) == reference.allowed_mask(b, config)).all()
+
+
+def test_a_one_frame_string_body_mask_is_its_frame_entry_without_a_configuration_key():
+    """A one-frame configuration whose state no cheap walk covers (a string body: its entry
+    comes from `_frame`, walked by the slice's tails) is masked by its entry alone
+    (`matcher.ENTRY`): no key of the configuration is made or kept, the entry is made once and
+    found again on the next character, and the mask is the reference's."""
+    import trgc
+
+    tok = trgc.load_tokenizer(ROOT / "tokenizers/llama3/tokenizer.json.zst")
+    schema = {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}
+    cache = MaskCache()
+    m = Matcher(trgc.compile_schema(schema, separators="compact"), tok, cache=cache)
+    b = m._binding
+    rng = np.random.default_rng(5)
+    m.allowed_tokens()
+    for text, source in ((b'{"a":"x', "walk"), (b'{"a":"xy', "frame")):
+        config = step_bytes(b.tables, START, text)
+        m._history = [config]
+        assert len(config) == 1 and m._one_frame_plan[config[0]] == matcher.ENTRY
+        before = len(cache)
+        mask = m.allowed_tokens()
+        assert m.last_source == source, text
+        assert len(cache) == before + (source == "walk")  # the entry, never the configuration
+        assert cache.get((*b.key, config)) is None
+        matches_reference(b, config, mask, rng, whole=False)
+
+
+def test_a_one_frame_entry_keeps_max_depth():
+    """Inside a string body, one token may close the string and open a recursive value: with
+    `max_depth` 1 the string body's entry (`matcher.ENTRY`) leaves it out, with 2 it allows
+    it; the masks are the reference's. (A frame walked alone refuses what would pass
+    `max_depth`, so its height never does: `_one_frame`'s check of it is a guard.)"""
+    import trgc
+
+    long = b'","c":[{"a":"'
+    pieces = [bytes([b]) for b in range(256)] + [long, None]
+    tok = make_tokenizer(pieces, specials={"<eos>": len(pieces) - 1}, eos=(len(pieces) - 1,))
+    schema = {"type": "object", "required": ["a"],
+              "properties": {"a": {"type": "string"}, "c": {"type": "array", "items": {"$ref": "#"}}}}  # fmt: skip
+    for max_depth, allowed in ((1, False), (2, True)):
+        art = trgc.compile_schema(schema, separators="compact", max_depth=max_depth)
+        m = Matcher(art, tok)
+        b = m._binding
+        config = step_bytes(b.tables, START, b'{"a":"x')
+        m._history = [config]
+        assert m._one_frame_plan[config[0]] == matcher.ENTRY
+        mask = m.allowed_tokens()
+        assert m._frame(config[0]).height <= b.tables.max_depth
+        assert bool(mask[256]) == allowed, max_depth
+        assert (mask == reference.allowed_mask(b, config)).all()

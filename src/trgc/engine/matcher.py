@@ -6,14 +6,14 @@ So matchers are thread-compatible: one thread per matcher, no hidden global stat
 
 A configuration whose top frame decides the whole mask on its own (`DirectRows`: no open roots
 to check, no EOS or special token possible, stack room enough) gets the frame entry's accept
-set itself, precomputed or not: no copy, no cache entry; with one frame only and a small walk
-(`WALKED_NODES`), that entry is walked on every visit and not kept (`_one_frame`). Otherwise
-masks come from
-the in-memory `MaskCache` (whole configuration) or are assembled from the `FrameEntry` of the
-top frame (what that frame decides on its own: from the `FrameMasks`, or keyed by the frame's
-residual in the `MaskCache` and the optional `DiskCache`, shared with every artifact and
-process whose frames have the same residual, or computed now and shared) plus a check of the
-context-dependent remainder against the live stack; near `max_depth` a full trie walk.
+set itself, precomputed or not: no copy, no cache entry; with one frame only, no key of the
+configuration is made either (`_one_frame`), and a small walk (`WALKED_NODES`) is walked on
+every visit, not kept. Otherwise masks come from the in-memory `MaskCache` (whole
+configuration) or are assembled from the `FrameEntry` of the top frame (what that frame
+decides on its own: from the `FrameMasks`, or keyed by the frame's residual in the
+`MaskCache` and the optional `DiskCache`, shared with every artifact and process whose frames
+have the same residual, or computed now and shared) plus a check of the context-dependent
+remainder against the live stack; near `max_depth` a full trie walk.
 With a `DiskCache`, the matcher's `MaskStore` (`trgc.engine.maskstore`) comes first: the
 masks earlier processes computed for the same artifact and tokenizer, loaded when the matcher
 is made, so a configuration seen before is a lookup; masks computed now are added to it and
@@ -75,7 +75,7 @@ from trgc.errors import TrgcError
 FORCED_BYTES_LIMIT = 4096
 # how `Matcher._words` masks a one-frame configuration (`Matcher._one_frame_plan`), and the
 # most trie nodes a walk of one may visit for it to be walked every time rather than kept
-GENERAL, KEPT, WALKED = 0, 1, 2
+GENERAL, KEPT, WALKED, ENTRY = 0, 1, 2, 3
 WALKED_NODES = 1 << 14
 # frame entries a matcher keeps by top frame (`Matcher._frame`), cleared when full: the
 # shared cache holds them too, by residual, at the cost of two keys to make per lookup
@@ -396,21 +396,24 @@ class Matcher:
     @functools.cached_property
     def _one_frame_plan(self) -> list[int]:
         """Per state, how `_words` masks a one-frame configuration at it: `GENERAL` (the key
-        of the configuration, then `_compute`), or, when its entry is walked inside
-        `cold_mask` (`_cheap`) and its accept set is its whole mask (`_plain`: no EOS, no
-        special token), `_one_frame` with `KEPT` (the entry kept in the cache) or `WALKED`
-        (a walk that can visit at most `WALKED_NODES` trie nodes: walked every time, into the
-        scratch). Only `GENERAL` with precomputed masks (their rows come first)."""
+        of the configuration, then `_compute`), or, when its entry's accept set is its whole
+        mask (`_plain`: no EOS, no special token), `_one_frame` with `WALKED` (an entry walked
+        inside `cold_mask`, `_cheap`, whose walk can visit at most `WALKED_NODES` trie nodes:
+        walked every time, into the scratch), `KEPT` (a larger one, kept in the cache) or
+        `ENTRY` (any other: the entry of `_frame`, a string body's among them). Only `GENERAL`
+        with precomputed masks (their rows come first)."""
         if self._precomputed is None:
-            one_frame = np.asarray(self._cheap) & self._plain
+            cheap = np.asarray(self._cheap)
             small = walk_bound(self._binding) <= WALKED_NODES
-            return np.where(one_frame, np.where(small, WALKED, KEPT), GENERAL).tolist()
+            kind = np.where(cheap, np.where(small, WALKED, KEPT), ENTRY)
+            return np.where(self._plain, kind, GENERAL).tolist()
         return [GENERAL] * len(self._cheap)
 
     def _one_frame(self, top: int, plan: int) -> np.ndarray | None:
         """The mask of the one-frame configuration `(top,)` (`_one_frame_plan`): walked now
         into the scratch (`WALKED`), or its entry's accept set, read from the cache or walked
-        now and kept (`KEPT`); None when that entry is too high for `max_depth` (`_compute`
+        now and kept (`KEPT`), or from `_frame` (`ENTRY`: a string body's, one lookup per
+        character once made); None when that entry is too high for `max_depth` (`_compute`
         then walks the mask whole). No key of the configuration is made or looked up:
         `_compute` keeps a mask under one only when it is not an accept set.
 
@@ -424,12 +427,16 @@ class Matcher:
             if cold_mask(scratch, (top,), scratch.words, None, scratch.entry):
                 return scratch.entry
             return scratch.words  # a full walk near max_depth: the mask whole
-        memory = (*self._frame_prefix, top)
-        entry = self._cache.get(memory)
-        if entry is None:
-            entry, direct = self._walk_entry((top,), memory)
-            return entry.accept if direct else None
-        self.last_source = "frame"
+        if plan == ENTRY:
+            self.last_source = "frame"  # unless `_frame` computes it now
+            entry = self._frame(top)
+        else:
+            memory = (*self._frame_prefix, top)
+            entry = self._cache.get(memory)
+            if entry is None:
+                entry, direct = self._walk_entry((top,), memory)
+                return entry.accept if direct else None
+            self.last_source = "frame"
         return entry.accept if entry.height <= self._binding.tables.max_depth else None
 
     def _after_member(self, k: int, top: int) -> tuple | None:

@@ -40,6 +40,7 @@ from trgc.engine.binding import Binding
 from trgc.engine.bits import pack
 from trgc.engine.cache import MaskCache
 from trgc.engine.config import STATE_MASK
+from trgc.engine.counted import base_key, derivable, derive
 from trgc.engine.diskcache import DiskCache, EntryKey
 from trgc.engine.precompute import FrameEntry
 from trgc.engine.residual import residual_id
@@ -179,9 +180,11 @@ def entry_for(
     binding: Binding, key: int, scratch, cache: MaskCache, disk: DiskCache | None
 ) -> tuple[FrameEntry, str]:
     """(the `FrameEntry` of frame key `key`, where it came from: "cache", "disk" or "walk"):
-    looked up in `cache`, then (unless `cheap`) on `disk`, else walked now
-    (`precompute.frame_entry`), kept in `cache` and published to `disk` in the background. A
-    disk hit is added to `cache`; a refused payload is removed from the disk."""
+    looked up in `cache`, then (unless `cheap`) on `disk`, else made now, kept in `cache` and
+    published to `disk` in the background: walked (`precompute.frame_entry`), or for a counted
+    frame with few iterations left derived from the same frame unclipped, itself an entry
+    found or made here (`counted.derive`). A disk hit is added to `cache`; a refused payload is
+    removed from the disk."""
     from trgc.engine.precompute import frame_entry
 
     rid = shared_id(binding, key)
@@ -200,7 +203,11 @@ def entry_for(
             else:
                 cache.put(mkey, entry, entry.nbytes)
                 return entry, "disk"
-    entry = frame_entry(binding, key, scratch)
+    if derivable(binding, key):
+        base, _ = entry_for(binding, base_key(binding, key), scratch, cache, disk)
+        entry = derive(binding, base, key, scratch)
+    else:
+        entry = frame_entry(binding, key, scratch)
     cache.put(mkey, entry, entry.nbytes)
     if dkey is not None:
         disk.put_later(dkey, lambda: encode(entry))

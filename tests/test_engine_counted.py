@@ -1,0 +1,109 @@
+"""Counted frames with few iterations left (`trgc.engine.counted`): entries derived from the same
+frame unclipped equal plain walks, and a matcher derives them."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+
+import trgc
+from engine_fixtures import ROOT, make_tokenizer, matches_reference
+from test_engine_slices import COUNTED_STRINGS
+from trgc.engine import counted, framecache, precompute
+from trgc.engine.binding import bind
+from trgc.engine.config import START, frame_key, step_bytes, unclip
+from trgc.engine.kernel import Scratch, walk_trie
+from trgc.engine.matcher import Matcher
+from trgc.engine.precompute import FrameEntry, reachable_keys
+
+SLUG = {  # a counted string no slice fits: every character a count of its own below L
+    "type": "object",
+    "properties": {
+        "version": {"type": "string"},
+        "slug": {"type": "string", "minLength": 4, "maxLength": 63, "pattern": "^[0-9a-z-]*$"},
+    },
+    "required": ["version", "slug"],
+}
+SCHEMAS = {
+    "slug": SLUG,
+    "top-level": {"type": "string", "pattern": "^[a-z ]+$", "maxLength": 40},
+    "items": {"type": "array", "items": {"type": "integer"}, "maxItems": 30},
+    "strings": COUNTED_STRINGS,
+    # a token may open nested arrays (rule frames): the height comes from short tokens too
+    "nested": {"type": "array", "maxItems": 20,
+               "items": {"anyOf": [{"type": "integer"}, {"$ref": "#"}]}},
+}  # fmt: skip
+
+
+@functools.cache
+def byte_table():
+    """Single bytes, and words of up to 12 bytes (so `left` below the longest token counts)."""
+    pieces = [bytes([b]) for b in range(256)]
+    pieces += [b"abc", b"abcdef-gh", b"a-b-c-d-e-f", b'xy"', b'xy",', b'"}', b"12345678901",
+               b" ab", b"[[", b"[[[", b",[[", b"1,[[2"]  # fmt: skip
+    return make_tokenizer([*pieces, None], specials={"<eos>": len(pieces)}, eos=(len(pieces),))
+
+
+def _walked(b, key: int, scratch) -> FrameEntry:
+    words = np.zeros(b.n_words, dtype=np.uint32)
+    roots, height = walk_trie(b, (key,), words, scratch,
+                              frame_mode=bool(b.tables.has_caller[unclip(key)[0]]))  # fmt: skip
+    return FrameEntry(words, roots.astype(np.int32), height)
+
+
+@pytest.mark.parametrize("vocab", ["tokenizers/llama3/tokenizer.json.zst", "bytes"])
+@pytest.mark.parametrize("name", list(SCHEMAS))
+def test_derived_entries_equal_plain_walks(vocab, name):
+    """Every reachable counted frame key that `counted.derivable` takes: its entry derived from
+    the unclipped frame's (walked) equals its own plain walk, open roots included; its height
+    bounds the walk's."""
+    tok = byte_table() if vocab == "bytes" else trgc.load_tokenizer(ROOT / vocab)
+    b = bind(trgc.compile_schema(SCHEMAS[name], separators="compact"), tok)
+    scratch = Scratch(b)
+    compared = 0
+    for key in reachable_keys(b.tables, b.trie_depth):
+        if not counted.derivable(b, key):
+            continue
+        base = _walked(b, counted.base_key(b, key), scratch)
+        got = counted.derive(b, base, key, scratch)
+        plain = _walked(b, key, scratch)
+        assert (got.accept == plain.accept).all(), key
+        assert got.open_roots.tolist() == plain.open_roots.tolist(), key
+        assert got.height >= plain.height, key
+        compared += 1
+    assert compared > 0
+
+
+def test_a_counted_pattern_string_derives_its_entries(monkeypatch):
+    """Inside a counted string with a pattern, each character's frame has a count of its own: the
+    matcher derives its entry from the unclipped frame's, walked once, instead of walking it
+    again, and the masks are the reference's."""
+    tok = trgc.load_tokenizer(ROOT / "tokenizers/llama3/tokenizer.json.zst")
+    m = Matcher(trgc.compile_schema(SLUG, separators="compact"), tok)
+    b = m._binding
+    made = {"derived": 0, "walked": 0}
+    derive, frame_entry = counted.derive, precompute.frame_entry
+
+    def counting(kind, real):
+        def call(*args):
+            made[kind] += 1
+            return real(*args)
+
+        return call
+
+    monkeypatch.setattr(framecache, "derive", counting("derived", derive))
+    monkeypatch.setattr(precompute, "frame_entry", counting("walked", frame_entry))
+    rng = np.random.default_rng(7)
+    text = b'{"version":"1","slug":"'
+    bases = set()
+    for more in (b"ex", b"exam", b"example", b"example-sl", b"example-slug-2"):
+        config = step_bytes(b.tables, START, text + more)
+        m._history = [config]
+        key = frame_key(config[-1], b.trie_depth)
+        assert counted.derivable(b, key), more
+        bases.add(counted.base_key(b, key))
+        matches_reference(b, config, m.allowed_tokens(), rng, whole=False)
+    # one walk per unclipped frame (`minLength` still counts in the first two: two of them)
+    assert made["derived"] == 5 and made["walked"] == len(bases) == 2

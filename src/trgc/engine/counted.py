@@ -79,7 +79,10 @@ def _short_words(binding: Binding, left: int) -> np.ndarray:
     shared = binding.vocab._lazy
     found = shared.get(("counted.short", left))
     if found is None:
-        found = pack(np.diff(binding.vocab.offsets) <= left)
+        lengths = shared.get("counted.lengths")
+        if lengths is None:
+            lengths = shared.setdefault("counted.lengths", np.diff(binding.vocab.offsets))
+        found = pack(lengths <= left)
         found.flags.writeable = False
         found = shared.setdefault(("counted.short", left), found)
     return found

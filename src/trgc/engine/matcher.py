@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from trgc.artifact.model import Artifact
+from trgc.engine import counted
 from trgc.engine.binding import bind
 from trgc.engine.bits import unpack
 from trgc.engine.cache import MaskCache
@@ -210,11 +211,13 @@ class Matcher:
         first bytes it acts on, not those it restarts or returns on (an accepting counted
         repetition of a string body acts on none, and its open roots span the trie).
 
-        Made with the first mask computed, and the binding's `slice_plan` with it, so that
-        no string body's first mask pays for the plan."""
+        Made with the first mask computed, and the binding's `slice_plan` and the tables of
+        counted entries (`counted.prepare`) with it, so that no string body's first mask pays
+        for them."""
         binding = self._binding
         maybe = slice_candidates(binding)
         slice_plan(binding)
+        counted.prepare(binding)
         bounded = walk_bound(binding) <= DESCRIBE_ABOVE_NODES
         return (bounded & ~maybe.any(axis=0)).tolist()
 

@@ -79,10 +79,16 @@ def test_derived_entries_equal_plain_walks(vocab, name):
 def test_a_counted_pattern_string_derives_its_entries(monkeypatch):
     """Inside a counted string with a pattern, each character's frame has a count of its own: the
     matcher derives its entry from the unclipped frame's, walked once, instead of walking it
-    again, and the masks are the reference's."""
+    again, and the masks are the reference's. The tokenizer's tables for it are made with the
+    matcher's first mask."""
     tok = trgc.load_tokenizer(ROOT / "tokenizers/llama3/tokenizer.json.zst")
     m = Matcher(trgc.compile_schema(SLUG, separators="compact"), tok)
     b = m._binding
+    shared = b.vocab._lazy  # the tokenizer's tables: made with the first mask, not in the string
+    for name in ("counted.deep", "counted.lengths"):
+        shared.pop(name, None)
+    m.allowed_tokens()
+    assert "counted.deep" in shared and "counted.lengths" in shared
     made = {"derived": 0, "walked": 0}
     derive, frame_entry = counted.derive, precompute.frame_entry
 

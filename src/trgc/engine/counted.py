@@ -76,40 +76,34 @@ def prepare(binding: Binding) -> None:
 
 def _deep_counts(binding: Binding) -> np.ndarray:
     """int64[L + 1]: trie nodes deeper than each depth (per tokenizer, made once)."""
-    shared = binding.vocab._lazy
-    found = shared.get("counted.deep")
-    if found is None:
-        per_depth = np.bincount(binding.vocab.node_depth, minlength=binding.trie_depth + 1)
-        found = shared.setdefault("counted.deep", per_depth.sum() - np.cumsum(per_depth))
-    return found
+    return binding.vocab.derived("counted.deep", _nodes_below)
+
+
+def _nodes_below(vocab) -> np.ndarray:
+    """`_deep_counts`, made."""
+    per_depth = np.bincount(vocab.node_depth, minlength=vocab.longest + 1)
+    return per_depth.sum() - np.cumsum(per_depth)
 
 
 def _lengths(binding: Binding) -> np.ndarray:
     """int64[V]: each token's bytes (per tokenizer, made once)."""
-    shared = binding.vocab._lazy
-    found = shared.get("counted.lengths")
-    if found is None:
-        found = shared.setdefault("counted.lengths", np.diff(binding.vocab.offsets))
-    return found
+    return binding.vocab.derived("counted.lengths", lambda vocab: np.diff(vocab.offsets))
 
 
 def _short_words(binding: Binding, left: int) -> np.ndarray:
     """uint32 words of the tokens of at most `left` bytes (per tokenizer and `left`)."""
-    shared = binding.vocab._lazy
-    found = shared.get(("counted.short", left))
-    if found is None:
-        found = pack(_lengths(binding) <= left)
-        found.flags.writeable = False
-        found = shared.setdefault(("counted.short", left), found)
-    return found
+    return binding.vocab.derived(("counted.short", left),
+                                 lambda _: _frozen(pack(_lengths(binding) <= left)))  # fmt: skip
 
 
 def _roots_at(binding: Binding, depth: int) -> np.ndarray:
     """int32 trie nodes at `depth`, in preorder (per tokenizer and depth)."""
-    shared = binding.vocab._lazy
-    found = shared.get(("counted.roots", depth))
-    if found is None:
-        found = np.flatnonzero(binding.vocab.node_depth == depth).astype(np.int32)
-        found.flags.writeable = False
-        found = shared.setdefault(("counted.roots", depth), found)
-    return found
+    return binding.vocab.derived(
+        ("counted.roots", depth),
+        lambda vocab: _frozen(np.flatnonzero(vocab.node_depth == depth).astype(np.int32)),
+    )
+
+
+def _frozen(array: np.ndarray) -> np.ndarray:
+    array.flags.writeable = False
+    return array

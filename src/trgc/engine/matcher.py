@@ -410,7 +410,7 @@ class Matcher:
             small = walk_bound(self._binding) <= WALKED_NODES
             kind = np.where(cheap, np.where(small, WALKED, KEPT), ENTRY)
             return np.where(self._plain, kind, GENERAL).tolist()
-        return [GENERAL] * len(self._cheap)
+        return [GENERAL] * len(self._plain)  # `_cheap` (and the slice plan) never needed
 
     def _one_frame(self, top: int, plan: int) -> np.ndarray | None:
         """The mask of the one-frame configuration `(top,)` (`_one_frame_plan`): walked now

@@ -155,10 +155,7 @@ def _slice_of(binding: Binding, key: int) -> tuple[int | None, int, tuple | None
 
 def slice_candidates(binding: Binding) -> np.ndarray:
     """`slices.candidates` of the binding's tables, made once."""
-    found = binding._lazy.get("slice_candidates")
-    if found is None:
-        found = binding._lazy["slice_candidates"] = candidates(binding.tables)
-    return found
+    return binding.derived("slice_candidates", lambda b: candidates(b.tables))
 
 
 def slice_plan(binding: Binding) -> dict[int, tuple[int, int, tuple | None]]:
@@ -168,10 +165,7 @@ def slice_plan(binding: Binding) -> dict[int, tuple[int, int, tuple | None]]:
     its first mask: made with a string body's first mask instead, it (or the searches it
     replaces, with the slice products and pair answers they build) cost 100-600 us there,
     once per artifact, which set the mask p99."""
-    found = binding._lazy.get("slice_plan")
-    if found is None:
-        found = binding._lazy["slice_plan"] = _plan(binding)
-    return found
+    return binding.derived("slice_plan", _plan)
 
 
 def _plan(binding: Binding) -> dict[int, tuple[int, int, tuple | None]]:

@@ -25,9 +25,13 @@ from __future__ import annotations
 import hashlib
 import threading
 import weakref
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import numpy as np
+
+T = TypeVar("T")
 
 KIND_NORMAL, KIND_BYTE = 0, 1
 
@@ -61,6 +65,14 @@ class VocabTables:
     longest: int  # the deepest trie node: the longest token in bytes
     root_weight: np.ndarray  # int64[256]: trie nodes under the first byte b (0: no token)
     _lazy: dict = field(default_factory=dict, repr=False)
+
+    def derived(self, name: Hashable, build: Callable[[VocabTables], T]) -> T:
+        """The table `name` derived from this token table, built by `build(self)` on first use
+        and kept (as `Binding.derived` does per binding): shared by every artifact bound to it."""
+        found = self._lazy.get(name)
+        if found is None:
+            found = self._lazy[name] = build(self)
+        return found
 
     def trie_id(self) -> str:
         """`sha256:` of the trie arrays (computed on first use)."""

@@ -11,7 +11,7 @@ import pytest
 import trgc
 from engine_fixtures import ROOT, make_tokenizer, matches_reference
 from test_engine_slices import COUNTED_STRINGS
-from trgc.engine import counted, framecache, precompute
+from trgc.engine import counted, framecache, kernel, precompute
 from trgc.engine.binding import bind
 from trgc.engine.config import START, frame_key, step_bytes, unclip
 from trgc.engine.kernel import Scratch, walk_trie
@@ -37,6 +37,18 @@ SCHEMAS = {
 }  # fmt: skip
 
 
+GRAMMARS = {  # trg-1 counted repetitions, inside recursion for the second
+    "tags": '%trg 1\n%start s\ns ::= "<" [a-z-]{0,60} ">" ;\n',
+    "nested": '%trg 1\n%start s\ns ::= "[" ( [a-z ]{1,40} | s ) ( "," s )* "]" ;\n',
+}
+
+
+def _artifact(name: str):
+    if name in GRAMMARS:
+        return trgc.compile_grammar(GRAMMARS[name])
+    return trgc.compile_schema(SCHEMAS[name], separators="compact")
+
+
 @functools.cache
 def byte_table():
     """Single bytes, and words of up to 12 bytes (so `left` below the longest token counts)."""
@@ -54,13 +66,13 @@ def _walked(b, key: int, scratch) -> FrameEntry:
 
 
 @pytest.mark.parametrize("vocab", ["tokenizers/llama3/tokenizer.json.zst", "bytes"])
-@pytest.mark.parametrize("name", list(SCHEMAS))
+@pytest.mark.parametrize("name", [*SCHEMAS, *(f"grammar:{g}" for g in GRAMMARS)])
 def test_derived_entries_equal_plain_walks(vocab, name):
     """Every reachable counted frame key that `counted.derivable` takes: its entry derived from
     the unclipped frame's (walked) equals its own plain walk, open roots included; its height
     bounds the walk's."""
     tok = byte_table() if vocab == "bytes" else trgc.load_tokenizer(ROOT / vocab)
-    b = bind(trgc.compile_schema(SCHEMAS[name], separators="compact"), tok)
+    b = bind(_artifact(name.removeprefix("grammar:")), tok)
     scratch = Scratch(b)
     compared = 0
     for key in reachable_keys(b.tables, b.trie_depth):
@@ -113,3 +125,22 @@ def test_a_counted_pattern_string_derives_its_entries(monkeypatch):
         matches_reference(b, config, m.allowed_tokens(), rng, whole=False)
     # one walk per unclipped frame (`minLength` still counts in the first two: two of them)
     assert made["derived"] == 5 and made["walked"] == len(bases) == 2
+
+
+def test_a_counted_grammar_repetition_masks_equal_the_reference():
+    """A trg-1 `[a-z-]{0,60}` inside tags: the matcher's masks along a long tag (every count
+    below `L` derived, or walked where the trie below is too large) are the bare kernel's full
+    walk on every token and the reference's on a sample."""
+    tok = trgc.load_tokenizer(ROOT / "tokenizers/llama3/tokenizer.json.zst")
+    m = Matcher(_artifact("tags"), tok)
+    b = m._binding
+    rng = np.random.default_rng(9)
+    derived = 0
+    for n in range(0, 60, 7):
+        config = step_bytes(b.tables, START, b"<" + b"ab-c"[: n % 4] + b"x" * n)
+        m._history = [config]
+        derived += counted.derivable(b, frame_key(config[-1], b.trie_depth))
+        mask = m.allowed_tokens()
+        assert (mask == kernel.allowed_mask(b, config)).all(), n  # a whole walk, every token
+        matches_reference(b, config, mask, rng, whole=False)
+    assert derived > 4

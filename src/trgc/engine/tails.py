@@ -29,13 +29,17 @@ the slice alone: built once per tokenizer, on the first state that uses them.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from trgc.engine.cache import MaskCache
 from trgc.engine.config import Tables, unclip
 from trgc.engine.kernel import records
 from trgc.engine.slices import SEVERAL, boundary_jitted, first_call, moves
+
+# bytes of `Tails.trie_nodes` answers kept per tail trie (one per tokenizer and slice with tails)
+PLACED_BYTES = 4 << 20
 
 
 @dataclass(frozen=True, eq=False)
@@ -54,6 +58,7 @@ class Tails:
     token_ids: np.ndarray  # int32: real token ids, grouped by the tail node they end at
     head: np.ndarray  # int32[V]: bytes of a token's head (0: none, or a member)
     skip: np.ndarray  # bool[trie nodes]: the subtree holds no token without a head
+    placed: MaskCache = field(default_factory=lambda: MaskCache(PLACED_BYTES), repr=False)
 
     @functools.cached_property
     def trie(self) -> tuple[np.ndarray, ...]:
@@ -63,16 +68,33 @@ class Tails:
         return (rec, self.parent, self.token_start, self.token_ids)
 
     def trie_nodes(self, tail_nodes: np.ndarray, vocab) -> np.ndarray:
-        """Sorted trie nodes standing for the open tail nodes `tail_nodes`: for each token
-        below one, its trie node at the tail node's place (head bytes + the tail node's depth)."""
+        """Sorted trie nodes standing for the open tail nodes `tail_nodes` (read-only): for
+        each token below one, its trie node at the tail node's place (head bytes + the tail
+        node's depth).
+
+        The answer depends on the tail nodes alone (both tries are the tokenizer's), and the
+        string bodies of every artifact open the same few: the tails where the string ends
+        (`"`, and the control characters after which the frame dies). Made, it took 120-300 us
+        live for a few thousand tokens (their trie nodes are far apart in memory), inside a
+        string body's first mask, which set the mask p99; so it is kept per set of tail nodes
+        (`placed`, bounded by `PLACED_BYTES` per tail trie)."""
         if not tail_nodes.size:
             return tail_nodes.astype(np.int32)
+        key = (tail_nodes.dtype.str, tail_nodes.tobytes())
+        found = self.placed.get(key)
+        if found is None:
+            found = self._trie_nodes(tail_nodes, vocab)
+            self.placed.put(key, found, found.nbytes)
+        return found
+
+    def _trie_nodes(self, tail_nodes: np.ndarray, vocab) -> np.ndarray:
+        """`trie_nodes`, made (compiled: `_places`)."""
         below = self.token_start[self.subtree_end[tail_nodes]] - self.token_start[tail_nodes]
         out = np.empty(int(below.sum()), dtype=np.int32)
         n = _jitted()[1](tail_nodes, self.token_start, self.subtree_end, self.node_depth,
                          self.token_ids, self.head, vocab.node_of, vocab.node_depth, vocab.parent,
                          out)  # fmt: skip
-        return out[:n]
+        return out[:n].copy()  # kept: not a view of the larger buffer
 
 
 def _places(tail_nodes, token_start, subtree_end, tail_depth, token_ids, head, node_of,

@@ -20,7 +20,7 @@ from trgc.engine.config import START, STATE_MASK, frame_key, step_bytes
 from trgc.engine.kernel import Scratch, walk_trie
 from trgc.engine.matcher import Matcher
 from trgc.engine.precompute import frame_entry, reachable_keys
-from trgc.engine.slices import STRING, default_slices, is_safe
+from trgc.engine.slices import STRING, default_slices, first_call, is_safe
 from trgc.engine.slices import STRING_DOT as DOT
 from trgc.engine.tails import after_members
 from trgc.grammar.schema.canonical import canonical_instance
@@ -248,6 +248,10 @@ PLAN_SCHEMAS = {
               "nation": {"type": "string"}}, "additionalProperties": {"type": "integer"}},
     "dot": {"type": "string", "pattern": ".+"},
     "nested": NESTED,
+    # string bodies called under `minLength`: a counter that can run out within a token, and
+    # members that end with one iteration still needed or none
+    "short": {"type": "object", "properties": {"a": {"type": "string", "minLength": 1,
+              "maxLength": 20}, "b": {"type": "string", "minLength": 2}}, "required": ["a"]},
 }  # fmt: skip
 PLAN_GRAMMARS = ("json", "csv", "sexpr", "toolcall")
 
@@ -260,21 +264,31 @@ def _plan_artifact(name: str):
     return trgc.compile_grammar((ROOT / "grammars" / f"{name}.trg").read_text(encoding="utf-8"))
 
 
-def _check_plan(b) -> tuple[int, int]:
+def _bounded_call(b, g: int) -> bool:
+    """Whether frame `g` takes the string slice's members by a call whose counter can run out
+    within a token (`maxLength` below the longest token): searched frame by frame."""
+    t = b.tables
+    k = first_call(t, g, default_slices()[STRING].dfa)
+    return k is not None and bool(t.is_repeat[t.calls[k, 0]]) and t.call_entry[k, 0] < b.trie_depth
+
+
+def _check_plan(b) -> tuple[int, int, int]:
     """Every frame `slice_plan` decides gets the answer of its own search, and every frame
-    without counters whose search finds the string slice by shifts, with tails, is decided;
-    (decided with tails, decided without)."""
+    without counters whose search finds the string slice with tails is decided, unless by a
+    call whose counter can run out within a token; (decided with tails by shifts, with tails
+    by a call, without tails)."""
     plan = precompute.slice_plan(b)
     maybe = precompute.slice_candidates(b)
     for g in np.flatnonzero(maybe.any(axis=0)).tolist():
         searched = precompute._searched_slice(b, g)
         if g in plan:
             assert plan[g] == searched, g
-        elif not b.tables.is_repeat[g]:  # the call case has two frames after a member
-            assert not (searched[0] == STRING and searched[2] and len(searched[2]) == 1), g
+        elif not b.tables.is_repeat[g]:
+            assert not (searched[0] == STRING and searched[2] and not _bounded_call(b, g)), g
     assert set(plan) <= set(np.flatnonzero(maybe[STRING]).tolist())
-    tails = sum(after is not None for _, _, after in plan.values())
-    return tails, len(plan) - tails
+    shifts = sum(after is not None and len(after) == 1 for _, _, after in plan.values())
+    called = sum(after is not None and len(after) == 2 for _, _, after in plan.values())
+    return shifts, called, len(plan) - shifts - called
 
 
 @pytest.mark.parametrize("vocab", ["tokenizers/llama3/tokenizer.json.zst", "bytes"])
@@ -290,9 +304,14 @@ def test_the_slice_plan_equals_each_frames_search(vocab, name):
     except trgc.TrgcError as err:
         assert err.code == "E_SPECIAL_TOKEN_MISSING"
         return
-    tails, plain = _check_plan(b)
+    tails, called, plain = _check_plan(b)
     if name in ("plain", "nested", "json"):
         assert tails > 0
+    if name == "nested":
+        assert called > 0  # `minLength: 1` without a bound below the longest token
+    if name == "short":  # `maxLength: 20`: below Llama-3's longest token, not the bytes'
+        bounded = any(_bounded_call(b, g) for g in range(b.tables.next.shape[0]))
+        assert (bounded, called) == ((True, 0) if vocab != "bytes" else (False, 1))
     if name == "names":
         assert plain > 0  # "na" may go on as "name", "nation" or another name
 
@@ -304,7 +323,7 @@ def test_the_slice_plan_equals_each_frames_search_on_jsonschemabench():
     if not BENCH.is_dir():
         pytest.skip(f"the JSONSchemaBench corpus is missing: {BENCH}")
     tok = trgc.load_tokenizer(ROOT / "tokenizers/llama3/tokenizer.json.zst")
-    decided = [0, 0]
+    decided = [0, 0, 0]
     for subset in sorted(p for p in BENCH.iterdir() if p.is_dir()):
         for path in sorted(subset.glob("*.json"))[:25]:
             try:
@@ -313,27 +332,31 @@ def test_the_slice_plan_equals_each_frames_search_on_jsonschemabench():
                 continue
             for i, n in enumerate(_check_plan(bind(art, tok))):
                 decided[i] += n
-    assert decided[0] > 200 and decided[1] > 0, decided
+    assert decided[0] > 200 and decided[1] > 20 and decided[2] > 0, decided
 
 
 def test_a_matcher_makes_the_slice_plan_with_its_first_mask(monkeypatch):
     """The plan is made with a matcher's first mask, and a string body's first mask then
-    searches nothing: made there instead, the plan or the searches cost 100-600 us, once per
-    artifact, in masks of their own."""
+    searches nothing, also where the frame calls the body's repeat machine (`minLength`):
+    made there instead, the plan or the searches cost 100-600 us, once per artifact, and
+    100-140 us per such frame, in masks of their own."""
     tok = trgc.load_tokenizer(ROOT / "tokenizers/llama3/tokenizer.json.zst")
-    m = Matcher(_plan_artifact("plain"), tok)
-    assert "slice_plan" not in m._binding._lazy
-    m.allowed_tokens()
-    assert "slice_plan" in m._binding._lazy
     searched = []
     real = precompute._searched_slice
     monkeypatch.setattr(precompute, "_searched_slice", lambda *a: searched.append(a) or real(*a))
     rng = np.random.default_rng(3)
-    for text in (b'{"a":"x', b'{"a":"x","b":["y'):
-        config = step_bytes(m._binding.tables, START, text)
-        m._history = [config]
-        matches_reference(m._binding, config, m.allowed_tokens(), rng, whole=False)
-        assert m.last_source == "walk", text
+    texts = {"plain": (b'{"a":"x', b'{"a":"x","b":["y'),
+             "nested": (b'[{"name":"', b'[{"name":"A","note":"')}  # fmt: skip
+    for name, prefixes in texts.items():
+        m = Matcher(_plan_artifact(name), tok)
+        assert "slice_plan" not in m._binding._lazy
+        m.allowed_tokens()
+        assert "slice_plan" in m._binding._lazy
+        for text in prefixes:
+            config = step_bytes(m._binding.tables, START, text)
+            m._history = [config]
+            matches_reference(m._binding, config, m.allowed_tokens(), rng, whole=False)
+            assert m.last_source == "walk", text
     assert not searched
 
 

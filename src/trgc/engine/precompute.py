@@ -55,7 +55,7 @@ from trgc.engine.slices import (
     is_safe,
     plain_frames,
 )
-from trgc.engine.tails import after_members
+from trgc.engine.tails import after_members, member_end
 from trgc.errors import TrgcError
 from trgc.limits import DEFAULT_LIMITS, Limits, check_limit
 
@@ -171,24 +171,30 @@ def slice_plan(binding: Binding) -> dict[int, tuple[int, int, tuple | None]]:
 def _plan(binding: Binding) -> dict[int, tuple[int, int, tuple | None]]:
     """`slice_plan`, made: the string slice decides a frame when it is safe there by shifts
     and its members end in one state (walked by tails), or end in several while the
-    string-dot slice's do too or cannot fit (the string slice then, without tails)."""
+    string-dot slice's do too or cannot fit (the string slice then, without tails); or when
+    it is safe by a call into a string body's repeat machine whose counter cannot run out
+    within a token, its members ending in one state there (walked by tails from the return
+    state and that state)."""
     tables, longest = binding.tables, binding.trie_depth
     maybe = slice_candidates(binding)
     states = np.flatnonzero(maybe[STRING] & ~tables.is_repeat)
     if not states.size:
         return {}
     pieces = default_slices()
-    decided = plain_frames(tables, pieces[STRING], pieces[STRING_DOT], states)
+    decided = plain_frames(tables, pieces[STRING], pieces[STRING_DOT], states, longest)
     if decided is None:
         return {}
     plan: dict[int, tuple[int, int, tuple | None]] = {}
-    for g, height, after, dot_after in zip(states.tolist(), *(a.tolist() for a in decided),
-                                           strict=True):  # fmt: skip
+    for g, height, after, dot_after, call in zip(states.tolist(), *(a.tolist() for a in decided),
+                                                 strict=True):  # fmt: skip
         if height == FAIL:
             continue
-        if after != SEVERAL:
-            counters = longest << 32 if tables.is_repeat[after] else 0
-            plan[g] = (STRING, height, (after | counters,))
+        if call >= 0:  # into the repeat machine of a string body under `minLength`
+            needed = min(int(tables.call_entry[call, 1]), longest + 1)
+            end = member_end(tables, after, needed, longest)
+            plan[g] = (STRING, height, (int(tables.calls[call, 1]), end))
+        elif after != SEVERAL:
+            plan[g] = (STRING, height, (member_end(tables, after, 0, longest),))
         elif dot_after == SEVERAL or not maybe[STRING_DOT, g]:
             plan[g] = (STRING, height, None)
     return plan

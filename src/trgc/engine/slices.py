@@ -599,33 +599,71 @@ def boundary_jitted():
     return njit(cache=True, nogil=True)(_boundary)
 
 
+def _first_call(gnext, first_classes, g):
+    """`first_call`, compiled: the call state `g` takes on every class in `first_classes`,
+    when it is one and the same; else -1."""
+    if first_classes.shape[0] == 0:
+        return -1
+    action = gnext[g, first_classes[0]]
+    if action > -2:
+        return -1
+    for c in first_classes:
+        if gnext[g, c] != action:
+            return -1
+    return -2 - action
+
+
 # what `_plain_frames` calls: these searches, compiled by `_plain_frames_jitted`
-_reach_need_c, _boundary_c = _reach_need, _boundary
+_reach_need_c, _boundary_c, _first_call_c = _reach_need, _boundary, _first_call
 
 
 # product pairs above which `_reach_need`'s answers are not kept
 PAIRS_KEPT = 1 << 22
 
 
-def _plain_frames(gnext, moves, n_moves, other_moves, other_n_moves, accepting, is_repeat,
-                  rep_start, need, cost, max_depth, states, value, index, low, acc, tarjan, path,
-                  path_j, height, after, other_after):  # fmt: skip
+def _plain_frames(gnext, moves, n_moves, other_moves, other_n_moves, first_classes, calls,
+                  call_entry, longest, accepting, is_repeat, rep_start, need, cost, max_depth,
+                  states, value, index, low, acc, tarjan, path, path_j, height, after,
+                  other_after, called):  # fmt: skip
     """`plain_frames` compiled: per state of `states`, `is_safe`'s height from `_reach_need`
     (or FAIL); when safe, `_boundary`'s state with nothing needed (or SEVERAL), and when that
-    is SEVERAL, the same over the other slice's moves (or SEVERAL). `_reach_need_c` and
-    `_boundary_c` are the compiled searches (`_plain_frames_jitted`)."""
+    is SEVERAL, the same over the other slice's moves (or SEVERAL). A state that is not safe
+    by shifts may be by a call (`is_safe`'s call case: every first byte of a member calls one
+    machine, a string body's repeat machine under `minLength`): when that machine's counter
+    cannot run out within a token and its members end in one state, the call (`called`),
+    the height of both frames and `_boundary`'s code in the callee (`after`); FAIL otherwise
+    (left to the frame's own search). `_reach_need_c`, `_boundary_c` and `_first_call_c` are
+    the compiled functions (`_plain_frames_jitted`)."""
     for i in range(states.shape[0]):
         g = states[i]
+        called[i] = -1
         reach = _reach_need_c(gnext, moves, n_moves, accepting, is_repeat, rep_start, need, g,
                               value, index, low, acc, tarjan, path, path_j)  # fmt: skip
-        if reach == FAIL or cost[g] + reach > max_depth:
-            height[i] = FAIL
+        if reach != FAIL and cost[g] + reach <= max_depth:
+            height[i] = cost[g] + reach
+            after[i] = _boundary_c(gnext, moves, n_moves, accepting, is_repeat, rep_start, g, 0)
+            if after[i] == SEVERAL:
+                other_after[i] = _boundary_c(gnext, other_moves, other_n_moves, accepting,
+                                             is_repeat, rep_start, g, 0)  # fmt: skip
             continue
-        height[i] = cost[g] + reach
-        after[i] = _boundary_c(gnext, moves, n_moves, accepting, is_repeat, rep_start, g, 0)
-        if after[i] == SEVERAL:
-            other_after[i] = _boundary_c(gnext, other_moves, other_n_moves, accepting, is_repeat,
-                                         rep_start, g, 0)  # fmt: skip
+        height[i] = FAIL
+        k = _first_call_c(gnext, first_classes, g)
+        if k < 0:
+            continue
+        callee = calls[k, 0]
+        if is_repeat[callee] and call_entry[k, 0] < longest:  # `_search`, bounded
+            continue
+        inner = _reach_need_c(gnext, moves, n_moves, accepting, is_repeat, rep_start, need,
+                              callee, value, index, low, acc, tarjan, path, path_j)  # fmt: skip
+        if inner == FAIL or cost[callee] + inner > max_depth:
+            continue
+        top = max(cost[g] + need[calls[k, 1]], cost[g] + cost[callee] + inner)
+        needed = min(call_entry[k, 1], longest + 1)
+        code = _boundary_c(gnext, moves, n_moves, accepting, is_repeat, rep_start, callee, needed)
+        if top <= max_depth and code != SEVERAL:
+            height[i] = top
+            after[i] = code
+            called[i] = k
 
 
 @functools.cache
@@ -635,24 +673,29 @@ def _plain_frames_jitted():
     # module globals the compiled function calls (as `subset_kernel` does with its helpers)
     globals()["_reach_need_c"] = _reach_need_jitted()
     globals()["_boundary_c"] = boundary_jitted()
+    globals()["_first_call_c"] = njit(cache=True, nogil=True)(_first_call)
     return njit(cache=True, nogil=True)(_plain_frames)
 
 
 def plain_frames(
-    tables: Tables, s: Slice, other: Slice, states: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    tables: Tables, s: Slice, other: Slice, states: np.ndarray, longest: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
     """For many frames without counters at once (`states`, none a counted repetition), in one
-    compiled call, three int64 arrays: `is_safe`'s height for the unbounded slice `s` when its
-    members are consumed by shifts alone (FAIL otherwise: not safe, or only by a call, which
-    `first_call` decides); where safe, the state every non-empty member of `s` leads to
-    (`tails.after_members`'s frame; SEVERAL if they differ) and, where they differ, the same
-    for the unbounded slice `other` (SEVERAL if they differ too, or where not asked). None
-    when the product is too large for `_reach_need` to keep its answers (`PAIRS_KEPT`).
+    compiled call, four int64 arrays: `is_safe`'s height for the unbounded slice `s` when its
+    members are consumed by shifts alone, or by one call into a machine whose counter cannot
+    run out within a token (`longest` bytes), with one state after every member (FAIL
+    otherwise: not safe, or left to the frame's own search); where safe by shifts, the state
+    every non-empty member of `s` leads to (`tails.after_members`'s frame; SEVERAL if they
+    differ) and, where they differ, the same for the unbounded slice `other` (SEVERAL if they
+    differ too, or where not asked); where safe by a call, the call (else -1) and, in place of
+    the state, `_boundary`'s code of the member's end in the callee. None when the product is
+    too large for `_reach_need` to keep its answers (`PAIRS_KEPT`).
 
     `precompute.slice_plan` asks this for every such state of a binding with its first mask:
     a state at a time, the same searches cost two to four compiled calls and some thirty
-    Python calls, 20-40 us per string body's first mask and 100-600 us for an artifact's
-    first (its slice products, pair answers and scratch made then), which set the mask p99."""
+    Python calls, 20-40 us per string body's first mask (100-140 us for the call case) and
+    100-600 us for an artifact's first (its slice products, pair answers and scratch made
+    then), which set the mask p99."""
     product = _product(tables, s.dfa)
     n_pairs = product.moves[1].shape[0] * tables.next.shape[0]
     if s.max_chars or other.max_chars or n_pairs > PAIRS_KEPT:
@@ -664,14 +707,16 @@ def plain_frames(
     height = np.empty(n, dtype=np.int64)
     after = np.full(n, -1, dtype=np.int64)
     other_after = np.full(n, -1, dtype=np.int64)
+    called = np.empty(n, dtype=np.int64)
     with pairs.lock:
         _plain_frames_jitted()(
-            tables.next, *product.moves, *_product(tables, other.dfa).moves, tables.accepting,
-            tables.is_repeat, tables.rep_start, tables.need_more, tables.cost, tables.max_depth,
-            states.astype(np.int64), pairs.value, *_pair_scratch(n_pairs), height, after,
-            other_after,
+            tables.next, *product.moves, *_product(tables, other.dfa).moves,
+            product.first_classes.astype(np.int64), tables.calls.astype(np.int64),
+            tables.call_entry, longest, tables.accepting, tables.is_repeat, tables.rep_start,
+            tables.need_more, tables.cost, tables.max_depth, states.astype(np.int64),
+            pairs.value, *_pair_scratch(n_pairs), height, after, other_after, called,
         )  # fmt: skip
-    return height, after, other_after
+    return height, after, other_after, called
 
 
 def candidates(tables: Tables) -> np.ndarray:

@@ -217,9 +217,7 @@ def after_members(tables: Tables, key: int, dfa: np.ndarray, longest: int) -> tu
     if not tables.is_repeat[g] or left >= longest:
         code = _boundary_of(boundary, tables, g, needed, dfa)
         if code is not None:
-            state, restarts = divmod(code, needed + 1)
-            counters = (longest << 32 | (needed - restarts) << 48) if tables.is_repeat[state] else 0
-            return (state | counters,)
+            return (member_end(tables, code, needed, longest),)
     k = first_call(tables, g, dfa)
     if k is None:
         return None
@@ -231,9 +229,16 @@ def after_members(tables: Tables, key: int, dfa: np.ndarray, longest: int) -> tu
     code = _boundary_of(boundary, tables, callee, inner_needed, dfa)
     if code is None:
         return None
-    state, restarts = divmod(code, inner_needed + 1)
-    counters = (longest << 32 | (inner_needed - restarts) << 48) if tables.is_repeat[state] else 0
-    return (ret | (key - g), state | counters)
+    return (ret | (key - g), member_end(tables, code, inner_needed, longest))
+
+
+def member_end(tables: Tables, code: int, needed: int, longest: int) -> int:
+    """The frame key a member leaves, from `slices._boundary`'s `code` with `needed`: its
+    state, and when that is a counted repetition, `longest` iterations left (unlimited within
+    one token) and the restarts the member made counted off `needed`."""
+    state, restarts = divmod(code, needed + 1)
+    counters = (longest << 32 | (needed - restarts) << 48) if tables.is_repeat[state] else 0
+    return state | counters
 
 
 def _boundary_of(boundary, tables: Tables, g: int, needed: int, dfa: np.ndarray) -> int | None:

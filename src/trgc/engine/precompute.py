@@ -143,14 +143,11 @@ def _slice_of(binding: Binding, key: int) -> tuple[int | None, int, tuple | None
     (under the unanchored `pattern: ".+"`, a string with one character other than U+2028
     and U+2029: those two leave the frame where it was, any other moves it on, so the string
     slice's members end in two states; the string-dot slice leaves those two to the tails).
-    Most frames without counters are answered by the binding's `slice_plan`, the others
-    searched now (`_searched_slice`)."""
-    g = key & STATE_MASK
-    if key == g:
-        found = slice_plan(binding).get(g)
-        if found is not None:
-            return found
-    return _searched_slice(binding, key)
+    Most frames without counters, and counted ones with iterations enough and nothing
+    needed, are answered by the binding's `slice_plan`, the others searched now
+    (`_searched_slice`)."""
+    found = slice_plan(binding).get(key)
+    return found if found is not None else _searched_slice(binding, key)
 
 
 def slice_candidates(binding: Binding) -> np.ndarray:
@@ -159,10 +156,12 @@ def slice_candidates(binding: Binding) -> np.ndarray:
 
 
 def slice_plan(binding: Binding) -> dict[int, tuple[int, int, tuple | None]]:
-    """`_slice_of`'s answer for every frame without counters that `slices.plain_frames`
-    decides (a string body, or a member name that other names share a prefix with), all made
-    in one compiled call; the rest are searched a frame at a time. A matcher makes it with
-    its first mask: made with a string body's first mask instead, it (or the searches it
+    """`_slice_of`'s answer, by frame key, for every frame that `slices.plain_frames`
+    decides (a string body, a member name that other names share a prefix with, the start of
+    a string body under `minLength`; a counted one with at least the longest token's
+    iterations left and none needed: a string body after its first character), all made in
+    one compiled call; the rest are searched a frame at a time. A matcher makes it with its
+    first mask: made with a string body's first mask instead, it (or the searches it
     replaces, with the slice products and pair answers they build) cost 100-600 us there,
     once per artifact, which set the mask p99."""
     return binding.derived("slice_plan", _plan)
@@ -177,7 +176,7 @@ def _plan(binding: Binding) -> dict[int, tuple[int, int, tuple | None]]:
     state and that state)."""
     tables, longest = binding.tables, binding.trie_depth
     maybe = slice_candidates(binding)
-    states = np.flatnonzero(maybe[STRING] & ~tables.is_repeat)
+    states = np.flatnonzero(maybe[STRING])
     if not states.size:
         return {}
     pieces = default_slices()
@@ -185,18 +184,20 @@ def _plan(binding: Binding) -> dict[int, tuple[int, int, tuple | None]]:
     if decided is None:
         return {}
     plan: dict[int, tuple[int, int, tuple | None]] = {}
+    unlimited = longest << 32  # a counted frame's key: `longest` iterations left, none needed
     for g, height, after, dot_after, call in zip(states.tolist(), *(a.tolist() for a in decided),
                                                  strict=True):  # fmt: skip
         if height == FAIL:
             continue
+        key = g | unlimited if tables.is_repeat[g] else g
         if call >= 0:  # into the repeat machine of a string body under `minLength`
             needed = min(int(tables.call_entry[call, 1]), longest + 1)
             end = member_end(tables, after, needed, longest)
-            plan[g] = (STRING, height, (int(tables.calls[call, 1]), end))
+            plan[key] = (STRING, height, (int(tables.calls[call, 1]) | (key - g), end))
         elif after != SEVERAL:
-            plan[g] = (STRING, height, (member_end(tables, after, 0, longest),))
+            plan[key] = (STRING, height, (member_end(tables, after, 0, longest),))
         elif dot_after == SEVERAL or not maybe[STRING_DOT, g]:
-            plan[g] = (STRING, height, None)
+            plan[key] = (STRING, height, None)
     return plan
 
 

@@ -680,8 +680,8 @@ def _plain_frames_jitted():
 def plain_frames(
     tables: Tables, s: Slice, other: Slice, states: np.ndarray, longest: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
-    """For many frames without counters at once (`states`, none a counted repetition), in one
-    compiled call, four int64 arrays: `is_safe`'s height for the unbounded slice `s` when its
+    """For many frames at once (`states`; a counted repetition's taken with at least `longest`
+    iterations left and none needed), in one compiled call, four int64 arrays: `is_safe`'s height for the unbounded slice `s` when its
     members are consumed by shifts alone, or by one call into a machine whose counter cannot
     run out within a token (`longest` bytes), with one state after every member (FAIL
     otherwise: not safe, or left to the frame's own search); where safe by shifts, the state

@@ -16,6 +16,7 @@ from trgc.engine.precompute import frame_entry, reachable_keys
 from trgc.engine.slices import (
     FAIL,
     UNKNOWN,
+    _first_call_jitted,
     _moves,
     _reach_need_jitted,
     _search_jitted,
@@ -300,3 +301,22 @@ def test_tokenizer_level_slice_tables_are_shared_per_tokenizer():
     # the named <tool_call> keeps its bytes in the table but is never a member for toolcall
     tool = tok.added_tokens["<tool_call>"]
     assert b1.slices().get(0)[0][tool] and not b2.slices().get(0)[0][tool]
+
+
+@pytest.mark.parametrize(
+    ("row", "classes", "expected"),
+    [
+        ([-2, -2, -2], [0, 1, 2], 0),  # every first class calls edge 0
+        ([5, -4, -4], [1, 2], 2),  # the classes asked, not the whole row
+        ([-2, -2, 3], [0, 1, 2], -1),  # one class shifts
+        ([-3, -2, -3], [0, 1, 2], -1),  # two calls
+        ([-1, -2], [0, 1], -1),  # no action first
+        ([-2], [], -1),  # no first class
+    ],
+)
+def test_first_call_is_one_call_on_every_first_class(row, classes, expected):
+    """`_first_call` (compiled; `first_call` and the slice plan both read it): the call a state
+    takes on every class a slice's members can start with, when it is one and the same."""
+    gnext = np.array([[7, 7, 7], row + [0] * (3 - len(row))], dtype=np.int32)
+    found = _first_call_jitted()(gnext, np.array(classes, dtype=np.int64), 1)
+    assert found == expected

@@ -25,7 +25,7 @@ import numpy as np
 from trgc.engine.binding import Binding
 from trgc.engine.bits import pack
 from trgc.engine.config import STATE_MASK, unclip
-from trgc.engine.kernel import Scratch, run_walk
+from trgc.engine.kernel import Scratch, read_only, run_walk
 from trgc.engine.precompute import FrameEntry
 
 # trie nodes below depth `left` above which an entry is walked whole rather than derived
@@ -93,17 +93,12 @@ def _lengths(binding: Binding) -> np.ndarray:
 def _short_words(binding: Binding, left: int) -> np.ndarray:
     """uint32 words of the tokens of at most `left` bytes (per tokenizer and `left`)."""
     return binding.vocab.derived(("counted.short", left),
-                                 lambda _: _frozen(pack(_lengths(binding) <= left)))  # fmt: skip
+                                 lambda _: read_only(pack(_lengths(binding) <= left)))  # fmt: skip
 
 
 def _roots_at(binding: Binding, depth: int) -> np.ndarray:
     """int32 trie nodes at `depth`, in preorder (per tokenizer and depth)."""
     return binding.vocab.derived(
         ("counted.roots", depth),
-        lambda vocab: _frozen(np.flatnonzero(vocab.node_depth == depth).astype(np.int32)),
+        lambda vocab: read_only(np.flatnonzero(vocab.node_depth == depth).astype(np.int32)),
     )
-
-
-def _frozen(array: np.ndarray) -> np.ndarray:
-    array.flags.writeable = False
-    return array

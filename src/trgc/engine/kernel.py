@@ -339,7 +339,7 @@ def whole_trie() -> np.ndarray:
     return out
 
 
-def _frozen(array: np.ndarray) -> np.ndarray:
+def read_only(array: np.ndarray) -> np.ndarray:
     """A read-only view: numba compiles one specialisation per array type and read-only is
     part of the type, so every array the kernel only reads is passed read-only, always."""
     if not array.flags.writeable:
@@ -405,7 +405,7 @@ class KernelTables:
             ]  # fmt: skip
         ).astype(np.int64)
         self.arrays = tuple(
-            _frozen(np.ascontiguousarray(a))
+            read_only(np.ascontiguousarray(a))
             for a in (
                 t.next,
                 calls,
@@ -519,8 +519,8 @@ def run_walk(
     io[:] = (0, -1, 0, 0)
     walk = _jitted()
     args = (
-        params, scratch.orig, _frozen(roots), *arrays,
-        kt.byte_token if skip is None else _frozen(skip), scratch.lv, scratch.cells,
+        params, scratch.orig, read_only(roots), *arrays,
+        kt.byte_token if skip is None else read_only(skip), scratch.lv, scratch.cells,
         scratch.path, scratch.ok_below, out_words, scratch.open_roots, io, scratch.ro[-256:],
     )  # fmt: skip
     while not walk(*args):
@@ -868,7 +868,7 @@ class LiveTables:
         self.tab = tab
         self.trie = live_trie(binding)
         self.rec = node_records(binding)
-        self.byte_token = _frozen(binding.byte_token)
+        self.byte_token = read_only(binding.byte_token)
 
     @staticmethod
     def of(binding: Binding) -> LiveTables:
@@ -912,7 +912,7 @@ def cold_mask(
     else:
         sc[C_MODE] = MODE_KNOWN
         sc[C_HEIGHT] = known.height
-        known_words, known_roots = _frozen(known.accept), _frozen(known.open_roots)
+        known_words, known_roots = read_only(known.accept), read_only(known.open_roots)
         sc[C_NROOTS] = known_roots.shape[0]
         new_words = _NO_WORDS
     cold = _cold_jitted()

@@ -284,7 +284,7 @@ def _product(tables: Tables, dfa: np.ndarray) -> _Product:
         per_tables = _MOVES.setdefault(tables, {})
     found = per_tables.get(id(dfa))
     if found is None or found.dfa is not dfa:
-        first_classes = tables.byte_class[np.flatnonzero(dfa[0] >= 0)]
+        first_classes = tables.byte_class[np.flatnonzero(dfa[0] >= 0)].astype(np.int64)
         found = per_tables[id(dfa)] = _Product(dfa, _moves(tables.byte_class, dfa),
                                                first_classes)  # fmt: skip
     return found
@@ -332,6 +332,23 @@ def _moves_jitted():
     return njit(cache=True, nogil=True)(_fill_moves)
 
 
+def _unpair(pair, width, n_states):
+    """(restarts used, slice state, machine state) of a product pair of `_search` and
+    `_boundary`: `(restarts used * slice states + slice state) * n_states + machine state`,
+    `width` being `slice states * n_states`."""
+    rest = pair % width
+    return pair // width, rest // n_states, rest % n_states
+
+
+@functools.cache
+def _helpers() -> None:
+    """`_unpair` compiled, inlined where `_search` and `_boundary` call it (a module global,
+    as `subset_kernel` does with its helpers): made before either is compiled."""
+    from numba import njit
+
+    globals()["_unpair"] = njit(inline="always", cache=True, nogil=True)(_unpair)
+
+
 def _search(gnext, moves, n_moves, accepting, is_repeat, rep_start, cost, need, max_chars,
             g, left, max_depth):  # fmt: skip
     """`is_safe` over the product automaton (see there); the height, or FAIL. `left < 0`: the
@@ -345,11 +362,7 @@ def _search(gnext, moves, n_moves, accepting, is_repeat, rep_start, cost, need, 
     if max_chars == 0:
         seen = {g}
         while len(work):
-            pair = work.pop()
-            used = pair // width
-            rest = pair % width
-            ss = rest // n_states
-            state = rest % n_states
+            used, ss, state = _unpair(work.pop(), width, n_states)
             any_restart = False
             for j in range(n_moves[ss]):
                 nss = moves[ss, j, 0]
@@ -389,11 +402,7 @@ def _search(gnext, moves, n_moves, accepting, is_repeat, rep_start, cost, need, 
             work.append(pair)
         seen = set(boundary)
         while len(work):
-            pair = work.pop()
-            used = pair // width
-            rest = pair % width
-            ss = rest // n_states
-            state = rest % n_states
+            used, ss, state = _unpair(work.pop(), width, n_states)
             any_restart = False
             for j in range(n_moves[ss]):
                 nss = moves[ss, j, 0]
@@ -511,6 +520,7 @@ def _reach_need(gnext, moves, n_moves, accepting, is_repeat, rep_start, need, g,
 def _search_jitted():
     from numba import njit
 
+    _helpers()
     return njit(cache=True, nogil=True)(_search)
 
 
@@ -563,11 +573,7 @@ def _boundary(gnext, moves, n_moves, accepting, is_repeat, rep_start, g, needed)
     seen = {g}
     work = [g]
     while len(work):
-        pair = work.pop()
-        used = pair // width
-        rest = pair % width
-        ss = rest // n_states
-        state = rest % n_states
+        used, ss, state = _unpair(work.pop(), width, n_states)
         for j in range(n_moves[ss]):
             nss = moves[ss, j, 0]
             sym = moves[ss, j, 1]
@@ -596,6 +602,7 @@ def boundary_jitted():
     """`_boundary` compiled (`tails.after_members` asks it frame by frame)."""
     from numba import njit
 
+    _helpers()
     return njit(cache=True, nogil=True)(_boundary)
 
 
@@ -611,6 +618,13 @@ def _first_call(gnext, first_classes, g):
         if gnext[g, c] != action:
             return -1
     return -2 - action
+
+
+@functools.cache
+def _first_call_jitted():
+    from numba import njit
+
+    return njit(cache=True, nogil=True)(_first_call)
 
 
 # what `_plain_frames` calls: these searches, compiled by `_plain_frames_jitted`
@@ -673,7 +687,7 @@ def _plain_frames_jitted():
     # module globals the compiled function calls (as `subset_kernel` does with its helpers)
     globals()["_reach_need_c"] = _reach_need_jitted()
     globals()["_boundary_c"] = boundary_jitted()
-    globals()["_first_call_c"] = njit(cache=True, nogil=True)(_first_call)
+    globals()["_first_call_c"] = _first_call_jitted()
     return njit(cache=True, nogil=True)(_plain_frames)
 
 
@@ -681,10 +695,11 @@ def plain_frames(
     tables: Tables, s: Slice, other: Slice, states: np.ndarray, longest: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
     """For many frames at once (`states`; a counted repetition's taken with at least `longest`
-    iterations left and none needed), in one compiled call, four int64 arrays: `is_safe`'s height for the unbounded slice `s` when its
-    members are consumed by shifts alone, or by one call into a machine whose counter cannot
-    run out within a token (`longest` bytes), with one state after every member (FAIL
-    otherwise: not safe, or left to the frame's own search); where safe by shifts, the state
+    iterations left and none needed), in one compiled call, four int64 arrays: `is_safe`'s
+    height for the unbounded slice `s` when its members are consumed by shifts alone, or by
+    one call into a machine whose counter cannot run out within a token (`longest` bytes),
+    with one state after every member (FAIL otherwise: not safe, or left to the frame's own
+    search); where safe by shifts, the state
     every non-empty member of `s` leads to (`tails.after_members`'s frame; SEVERAL if they
     differ) and, where they differ, the same for the unbounded slice `other` (SEVERAL if they
     differ too, or where not asked); where safe by a call, the call (else -1) and, in place of
@@ -711,7 +726,7 @@ def plain_frames(
     with pairs.lock:
         _plain_frames_jitted()(
             tables.next, *product.moves, *_product(tables, other.dfa).moves,
-            product.first_classes.astype(np.int64), tables.calls.astype(np.int64),
+            product.first_classes, tables.calls.astype(np.int64),
             tables.call_entry, longest, tables.accepting, tables.is_repeat, tables.rep_start,
             tables.need_more, tables.cost, tables.max_depth, states.astype(np.int64),
             pairs.value, *_pair_scratch(n_pairs), height, after, other_after, called,
@@ -778,10 +793,8 @@ def first_call(tables: Tables, g: int, dfa: np.ndarray) -> int | None:
     """The call edge state `g` takes on every byte a member of the slice automaton `dfa` can
     start with, when it is one and the same (a string body with `minLength`: the frame calls
     its repeat machine); else None."""
-    actions = tables.next[g, _product(tables, dfa).first_classes]
-    if not actions.size or actions[0] > -2 or (actions != actions[0]).any():
-        return None
-    return -2 - int(actions[0])
+    k = _first_call_jitted()(tables.next, _product(tables, dfa).first_classes, g)
+    return None if k < 0 else int(k)
 
 
 def _search_from(tables: Tables, g: int, left: int, s: Slice, longest: int) -> int | None:

@@ -416,3 +416,25 @@ def test_string_bodies_of_two_artifacts_share_their_tail_places(monkeypatch):
             matches_reference(m._binding, config, m.allowed_tokens(), rng, whole=False)
         counts.append(len(made))
     assert counts[0] > 0 and counts[1] == counts[0], counts
+
+
+@pytest.mark.parametrize(
+    ("grammar", "doc"),
+    [("json", b'{"name":"Ada Lovelace","tags":["x","y\\n",""],"n":1}'),
+     ("sexpr", b'(define "hello world" "a\\"b" 12)')],
+)  # fmt: skip
+def test_a_grammars_string_masks_equal_the_full_walk(grammar, doc):
+    """A trg-1 grammar's strings are decided by the slice plan and walked by tails: at every
+    byte of a document through them, a matcher's mask equals the bare kernel's full walk, and
+    the reference's on a sample (seeded walks of the grammars seldom stay inside a string)."""
+    tok = trgc.load_tokenizer(ROOT / "tokenizers/llama3/tokenizer.json.zst")
+    m = Matcher(_plan_artifact(grammar), tok)
+    b = m._binding
+    assert any(after is not None for _, _, after in precompute.slice_plan(b).values())
+    rng = np.random.default_rng(11)
+    for end in range(1, len(doc) + 1):
+        config = step_bytes(b.tables, START, doc[:end])
+        m._history = [config]
+        mask = m.allowed_tokens()
+        assert (mask == kernel.allowed_mask(b, config)).all(), doc[:end]
+        matches_reference(b, config, mask, rng, whole=False)

@@ -212,3 +212,19 @@ def matches_reference(b, config, mask: np.ndarray, rng, whole: bool) -> None:
     checked = np.concatenate([sample, b.special_ids, b.eos_ids]).astype(np.int64)
     expected = reference.allowed_mask(b, config, sample.tolist())
     assert (expected[checked] == mask[checked]).all(), config
+
+
+def entry_matches_walk(b, key: int, scratch) -> None:
+    """The `FrameEntry` of frame key `key` (`precompute.frame_entry`, by whatever shortcut it
+    takes) equals a plain walk of the whole trie from that frame: the same accepted tokens
+    and open roots, and a height at least the walk's (a slice's covers every slice string)."""
+    from trgc.engine.config import STATE_MASK
+    from trgc.engine.kernel import walk_trie
+    from trgc.engine.precompute import frame_entry
+
+    entry = frame_entry(b, key, scratch)
+    plain = np.zeros(b.n_words, dtype=np.uint32)
+    mode = bool(b.tables.has_caller[key & STATE_MASK])
+    roots, height = walk_trie(b, (key,), plain, scratch, frame_mode=mode)
+    assert (entry.accept == plain).all(), key
+    assert entry.open_roots.tolist() == roots.tolist() and entry.height >= height, key

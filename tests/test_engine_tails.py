@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import trgc
-from engine_fixtures import ROOT, make_tokenizer, matches_reference
+from engine_fixtures import ROOT, entry_matches_walk, make_tokenizer, matches_reference
 from test_engine_scale import longest_match
 from trgc.engine import kernel, precompute
 from trgc.engine.binding import bind
@@ -151,12 +151,7 @@ def test_entries_by_tails_equal_plain_walks(vocab, monkeypatch):
 
     monkeypatch.setattr(type(b.slices().raw.tails(STRING)), "trie_nodes", mapping)
     for key in reachable_keys(b.tables, b.trie_depth):
-        entry = frame_entry(b, key, scratch)
-        plain = np.zeros(b.n_words, dtype=np.uint32)
-        mode = bool(b.tables.has_caller[key & STATE_MASK])
-        roots, height = walk_trie(b, (key,), plain, scratch, frame_mode=mode)
-        assert (entry.accept == plain).all(), key
-        assert entry.open_roots.tolist() == roots.tolist() and entry.height >= height, key
+        entry_matches_walk(b, key, scratch)
     # the tails were walked from one frame and, into a called string body, from two; some
     # tails returned from the object (open), standing for trie nodes
     assert 1 in used["frames"] and 2 in used["frames"], used

@@ -14,11 +14,11 @@ def n_words(vocab_size: int) -> int:
 
 
 def pack(mask: np.ndarray) -> np.ndarray:
-    """uint32[ceil(V/32)] from bool[V]."""
-    size = n_words(mask.shape[0]) * 32
-    padded = np.zeros(size, dtype=bool)
-    padded[: mask.shape[0]] = mask
-    return np.packbits(padded, bitorder="little").view("<u4").astype(np.uint32)
+    """uint32[..., ceil(V/32)] from bool[..., V] (each row of a 2-D mask packed on its own)."""
+    size = n_words(mask.shape[-1]) * 32
+    padded = np.zeros((*mask.shape[:-1], size), dtype=bool)
+    padded[..., : mask.shape[-1]] = mask
+    return np.packbits(padded, axis=-1, bitorder="little").view("<u4").astype(np.uint32)
 
 
 def unpack(words: np.ndarray, vocab_size: int) -> np.ndarray:

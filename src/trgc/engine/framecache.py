@@ -129,14 +129,14 @@ def decode(payload: bytes, binding: Binding) -> FrameEntry:
     if roots.size and (int(roots[0]) < 1 or int(roots[-1]) >= n_nodes
                        or (roots.size > 1 and not (np.diff(roots) > 0).all())):  # fmt: skip
         raise _payload_error("open roots out of order or outside the trie")
-    if (accept & ~_byte_words(binding)).any():
+    if (accept & ~byte_words(binding)).any():
         raise _payload_error("accepts a token the binding does not match by bytes")
     accept.flags.writeable = False
     roots.flags.writeable = False
     return FrameEntry(accept, roots, int(height))
 
 
-def _byte_words(binding: Binding) -> np.ndarray:
+def byte_words(binding: Binding) -> np.ndarray:
     """`binding.byte_token` as words (built on first use)."""
     found = binding._lazy.get("byte_words")
     if found is None:
@@ -160,14 +160,16 @@ def walk_bound(binding: Binding) -> np.ndarray:
 def cheap(binding: Binding, key: int) -> bool:
     """Whether the walk of frame key `key` can visit at most `DESCRIBE_ABOVE_NODES` trie nodes,
     or its entry is walked by tails (`precompute.slice_of`: a string body, a few hundred
-    nodes in two walks of about 5 us each): then describing its residual (20-150 us), or
-    asking the disk for it (a hit 150-200 us, a miss a failed open), costs more than the walk,
-    so it is keyed by its artifact and kept in memory only."""
+    nodes in two walks of about 5 us each) or made from a class run (`runs.run_of`, 15-25
+    us): then describing its residual (20-150 us), or asking the disk for it (a hit 150-200
+    us, a miss a failed open), costs more than the walk, so it is keyed by its artifact and
+    kept in memory only."""
     if walk_bound(binding)[key & STATE_MASK] <= DESCRIBE_ABOVE_NODES:
         return True
     from trgc.engine.precompute import slice_of
+    from trgc.engine.runs import run_of
 
-    return slice_of(binding, key)[2] is not None
+    return run_of(binding, key) is not None or slice_of(binding, key)[2] is not None
 
 
 def shared_id(binding: Binding, key: int) -> str | None:

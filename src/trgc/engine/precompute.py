@@ -45,6 +45,7 @@ from trgc.engine.config import (
     unclip,
 )
 from trgc.engine.kernel import Scratch, run_walk, walk_trie, whole_trie
+from trgc.engine.runs import run_entry, run_of
 from trgc.engine.slices import (
     FAIL,
     SEVERAL,
@@ -105,6 +106,9 @@ def frame_entry(binding: Binding, key: int, scratch: Scratch) -> FrameEntry:
     first slice the frame accepts wholesale (`trgc.engine.slices`; their tables are built once
     per tokenizer), or, when a slice with tails fits and every member leads to the same
     frames, its members plus the walks by tails (`_walk_tails`)."""
+    run = run_of(binding, key)
+    if run is not None:
+        return run_entry(binding, key, run, scratch)
     g = key & STATE_MASK
     frame_mode = bool(binding.tables.has_caller[g])
     k, slice_height, after = slice_of(binding, key)
@@ -138,8 +142,8 @@ def slice_of(binding: Binding, key: int) -> tuple[int | None, int, tuple | None]
 
 def _slice_of(binding: Binding, key: int) -> tuple[int | None, int, tuple | None]:
     """(the slice the frame `key` uses, its height, the frames after a member when its tails
-    are walked): the first slice `is_safe` accepts, unless a later one with tails is safe too
-    and its members all lead to the same frames (`after_members`) while the first's do not
+    are walked): the first slice `is_safe` accepts, unless string-dot is safe too and its
+    members all lead to the same frames (`after_members`) while the first's do not
     (under the unanchored `pattern: ".+"`, a string with one character other than U+2028
     and U+2029: those two leave the frame where it was, any other moves it on, so the string
     slice's members end in two states; the string-dot slice leaves those two to the tails).
@@ -209,7 +213,7 @@ def _searched_slice(binding: Binding, key: int) -> tuple[int | None, int, tuple 
     g = key & STATE_MASK
     first = None
     for k, piece in enumerate(default_slices()):
-        if not maybe[k, g] or (first is not None and not piece.tails):
+        if not maybe[k, g] or (first is not None and k != STRING_DOT):
             continue
         if first is None:
             safe = is_safe(tables, key, piece, longest)

@@ -89,13 +89,27 @@ def _whitespace_dfa() -> np.ndarray:
     return dfa
 
 
+def ascii_dfa(allowed: bytes) -> np.ndarray:
+    """A one-state slice automaton over the ASCII bytes `allowed` (each a character)."""
+    dfa = np.full((1, 256), -1, dtype=np.int8)
+    dfa[0, list(allowed)] = 0
+    dfa.flags.writeable = False
+    return dfa
+
+
+WORD_BYTES = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_"
+
+
 @functools.cache
 def default_slices() -> tuple[Slice, ...]:
-    """String bodies (unbounded, then at most 30 and 10 characters), JSON whitespace, and
-    string bodies without U+2028 and U+2029, in the order they are tried. The last is for
-    strings constrained by a regex `.` (`pattern: "^.+$"`, `patternProperties: {"^.*$": ...}`),
-    which matches neither: the string slice is not safe there, and without a slice the walk of
-    such a state spans the trie (1.5-2 ms on Llama-3 instead of 0.2 ms)."""
+    """String bodies (unbounded, then at most 30 and 10 characters), JSON whitespace,
+    string bodies without U+2028 and U+2029, and regex words (`\\w`), in the order they are
+    tried. String-dot is for strings constrained by a regex `.` (`pattern: "^.+$"`,
+    `patternProperties: {"^.*$": ...}`), which matches neither: the string slice is not safe
+    there, and without a slice the walk of such a state spans the trie (1.5-2 ms on Llama-3
+    instead of 0.2 ms). Word is for identifiers (`^[a-zA-Z0-9_]+$`, `^[\\w]+:[\\w]+$`): a
+    state looping on word characters walked every trie node spelling them (500-1000 us on
+    Llama-3, the slowest live masks after class runs, `trgc.engine.runs`)."""
     text = _utf8_dfa(b'"\\' + bytes(range(0x20)) + b"\x7f")
     return (
         Slice("string", text, 0, tails=True),
@@ -103,10 +117,11 @@ def default_slices() -> tuple[Slice, ...]:
         Slice("string{1,10}", text, 10),
         Slice("whitespace", _whitespace_dfa(), 0),
         Slice("string-dot", _without_line_separators(text), 0, tails=True),
+        Slice("word", ascii_dfa(WORD_BYTES), 0, tails=True),
     )
 
 
-STRING, STRING_DOT = 0, 4  # `default_slices()` indices of the slices walked by tails
+STRING, STRING_DOT, WORD = 0, 4, 5  # `default_slices()` indices of the slices walked by tails
 NOT_MEMBER = np.iinfo(np.int32).max
 
 
@@ -172,15 +187,15 @@ class RawSlices:
 
     def counts(self, k: int) -> np.ndarray:
         """int32[V]: characters of each token if it spells slice `k`'s characters only."""
-        return self._of(k)[0]
+        return self.of_dfa(default_slices()[k].dfa)[0]
 
     def submax(self, k: int) -> np.ndarray:
         """int32[n_nodes]: the largest `counts(k)` in each trie node's subtree."""
-        return self._of(k)[1]
+        return self.of_dfa(default_slices()[k].dfa)[1]
 
-    def _of(self, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(counts, submax, heads) of slice `k`'s automaton."""
-        dfa = default_slices()[k].dfa
+    def of_dfa(self, dfa: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(counts, submax, heads) of a slice automaton (one of `default_slices` or of
+        `trgc.engine.runs`: module-level, so its identity is stable)."""
         found = self._by_dfa.get(id(dfa))
         if found is None:
             cancellation_checkpoint()
@@ -196,12 +211,19 @@ class RawSlices:
 
     def tails(self, k: int):
         """The `trgc.engine.tails.Tails` of slice `k`, an unbounded one."""
-        found = self._tails.get(k)
+        return self.class_tails(default_slices()[k])
+
+    def class_tails(self, piece: Slice):
+        """The `trgc.engine.tails.Tails` of an unbounded slice (one of `default_slices` or a
+        class of `trgc.engine.runs`), by name."""
+        found = self._tails.get(piece.name)
         if found is None:
             from trgc.engine.tails import build_tails
 
-            counts, _, heads = self._of(k)
-            found = self._tails.setdefault(k, build_tails(self.vocab, counts != NOT_MEMBER, heads))
+            counts, _, heads = self.of_dfa(piece.dfa)
+            found = self._tails.setdefault(
+                piece.name, build_tails(self.vocab, counts != NOT_MEMBER, heads)
+            )
         return found
 
 

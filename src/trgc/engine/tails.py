@@ -67,10 +67,11 @@ class Tails:
         rec = records(self.node_byte, self.node_depth, self.subtree_end, self.node_tok)
         return (rec, self.parent, self.token_start, self.token_ids)
 
-    def trie_nodes(self, tail_nodes: np.ndarray, vocab) -> np.ndarray:
+    def trie_nodes(self, tail_nodes: np.ndarray, vocab, head: int = -1) -> np.ndarray:
         """Sorted trie nodes standing for the open tail nodes `tail_nodes` (read-only): for
-        each token below one, its trie node at the tail node's place (head bytes + the tail
-        node's depth).
+        each token below one (whose head has `head` bytes, when that is not -1: a class
+        run's, `trgc.engine.runs`), its trie node at the tail node's place (head bytes + the
+        tail node's depth).
 
         The answer depends on the tail nodes alone (both tries are the tokenizer's), and the
         string bodies of every artifact open the same few: the tails where the string ends
@@ -80,31 +81,34 @@ class Tails:
         (`placed`, bounded by `PLACED_BYTES` per tail trie)."""
         if not tail_nodes.size:
             return tail_nodes.astype(np.int32)
-        key = (tail_nodes.dtype.str, tail_nodes.tobytes())
+        key = (tail_nodes.dtype.str, tail_nodes.tobytes(), head)
         found = self.placed.get(key)
         if found is None:
-            found = self._trie_nodes(tail_nodes, vocab)
+            found = self._trie_nodes(tail_nodes, vocab, head)
             self.placed.put(key, found, found.nbytes)
         return found
 
-    def _trie_nodes(self, tail_nodes: np.ndarray, vocab) -> np.ndarray:
+    def _trie_nodes(self, tail_nodes: np.ndarray, vocab, head: int = -1) -> np.ndarray:
         """`trie_nodes`, made (compiled: `_places`)."""
         below = self.token_start[self.subtree_end[tail_nodes]] - self.token_start[tail_nodes]
         out = np.empty(int(below.sum()), dtype=np.int32)
         n = _jitted()[1](tail_nodes, self.token_start, self.subtree_end, self.node_depth,
                          self.token_ids, self.head, vocab.node_of, vocab.node_depth, vocab.parent,
-                         out)  # fmt: skip
+                         head, out)  # fmt: skip
         return out[:n].copy()  # kept: not a view of the larger buffer
 
 
 def _places(tail_nodes, token_start, subtree_end, tail_depth, token_ids, head, node_of,
-            node_depth, parent, out):  # fmt: skip
+            node_depth, parent, only_head, out):  # fmt: skip
     """`Tails.trie_nodes` into `out`, sorted and distinct; how many: per token below each
-    tail node, the ancestor of its trie node at depth `head + the tail node's depth`."""
+    tail node (whose head has `only_head` bytes, unless that is -1), the ancestor of its trie
+    node at depth `head + the tail node's depth`."""
     n = 0
     for u in tail_nodes:
         for j in range(token_start[u], token_start[subtree_end[u]]):
             t = token_ids[j]
+            if only_head >= 0 and head[t] != only_head:
+                continue
             node = node_of[t]
             place = head[t] + tail_depth[u]
             while node_depth[node] > place:

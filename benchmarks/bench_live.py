@@ -80,8 +80,9 @@ ENGINES = ("trgc", "trgc-warm", "llguidance", "xgrammar")
 DISK_CACHE_PARAMETER = "disk_cache"  # the Matcher keyword the warm-cache engine needs
 # a string with minLength (a body the frame calls), a string under a regex `.`, one closing a
 # nested object, one no slice fits (its residual described): every engine's first calls and
-# every per-tokenizer table trgc builds on first use (its slices and their tails) happen here,
-# as the peers build theirs with their tokenizer
+# every per-tokenizer table trgc builds on first use (its slices and their tails, and the
+# tables of its class runs, `TrgcEngine.prepare`) happen here, as the peers build theirs with
+# their tokenizer
 WARMUP_SCHEMA = {
     "type": "object",
     "properties": {
@@ -95,7 +96,7 @@ WARMUP_SCHEMA = {
                 "required": ["d"],
             },
         },
-        "e": {"type": "string", "pattern": "^\\S+$"},
+        "e": {"type": "string", "pattern": "^[a-z ,-]+$"},
     },
     "required": ["a", "b", "c", "e"],
 }
@@ -190,6 +191,17 @@ class TrgcEngine:
         return self.trgc.compile_schema(
             schema, separators="compact", open_objects=self.open_objects, **self.compile_extra
         )
+
+    def prepare(self) -> None:
+        """The per-tokenizer tables of every class run (`trgc.engine.runs.prepare`): built
+        on first use otherwise, 10-40 ms per class inside the first mask that needs one."""
+        from trgc.engine.binding import bind
+
+        try:
+            from trgc.engine import runs
+        except ImportError:  # a tree before class runs (`ab_live.py` compares trees)
+            return
+        runs.prepare(bind(self.compile({"type": "string"}), self.table))
 
     def matcher(self, compiled):
         m = self.trgc.Matcher(compiled, self.table, cache=self.cache, **self.extra)
@@ -312,6 +324,8 @@ def warm_up(engine, hf) -> None:
             "problem": None}  # fmt: skip
     for _ in range(2):
         run_case(engine, case)
+    if hasattr(engine, "prepare"):
+        engine.prepare()
 
 
 # -- statistics --------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from trgc.engine.config import START, STATE_MASK, frame_key, step_bytes
 from trgc.engine.kernel import Scratch, walk_trie
 from trgc.engine.matcher import Matcher
 from trgc.engine.precompute import frame_entry, reachable_keys
-from trgc.engine.slices import STRING, default_slices, first_call, is_safe
+from trgc.engine.slices import STRING, WORD, default_slices, first_call, is_safe
 from trgc.engine.slices import STRING_DOT as DOT
 from trgc.engine.tails import after_members
 from trgc.grammar.schema.canonical import canonical_instance
@@ -282,7 +282,8 @@ def _check_plan(b) -> tuple[int, int, int]:
             assert plan[key] == searched, key
         else:
             assert not (searched[0] == STRING and searched[2] and not _bounded_call(b, g)), key
-    assert {key & STATE_MASK for key in plan} <= set(np.flatnonzero(maybe[STRING]).tolist())
+    words = maybe[WORD] & ~maybe[:WORD].any(axis=0)  # the word slice's part of the plan
+    assert {key & STATE_MASK for key in plan} <= set(np.flatnonzero(maybe[STRING] | words).tolist())
     shifts = sum(after is not None and len(after) == 1 for _, _, after in plan.values())
     called = sum(after is not None and len(after) == 2 for _, _, after in plan.values())
     return shifts, called, len(plan) - shifts - called

@@ -313,9 +313,14 @@ def run_entry(binding, key: int, run: Run, scratch: Scratch):
 def prepare(binding) -> None:
     """Build the tables of every catalogue class over the binding's tokenizer now (a pass
     over the vocabulary, a tail trie and the words by length each: 10-40 ms per class on
-    Llama-3, 150-250 ms for all), as a server's warm-up may; otherwise the first run entry of
-    each class pays for its own."""
-    raw = binding.slices().raw
+    Llama-3, 150-250 ms for all), and those of every default slice (shared by every binding
+    whose grammar names no special token spelled with bytes: 100-150 us each), as a server's
+    warm-up may; otherwise the first entry that needs one pays for it."""
+    tables = binding.slices()
     for c, piece in enumerate(RUN_CLASSES):
-        raw.class_tails(piece)
+        tables.raw.class_tails(piece)
         _by_length(binding, c)
+    for k, piece in enumerate(default_slices()):  # the slices' own, for every plain binding
+        tables.get(k)
+        if piece.tails:
+            tables.raw.tails(k)

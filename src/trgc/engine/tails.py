@@ -58,6 +58,8 @@ class Tails:
     token_ids: np.ndarray  # int32: real token ids, grouped by the tail node they end at
     head: np.ndarray  # int32[V]: bytes of a token's head (0: none, or a member)
     skip: np.ndarray  # bool[trie nodes]: the subtree holds no token without a head
+    # the first-level trie nodes whose subtree holds one: the roots of the headless walk
+    headless_roots: np.ndarray  # int32, preorder
     placed: MaskCache = field(default_factory=lambda: MaskCache(PLACED_BYTES), repr=False)
 
     @functools.cached_property
@@ -159,9 +161,12 @@ def build_tails(vocab, member: np.ndarray, head: np.ndarray) -> Tails:
     )
     arrays = _tail_trie([data[a:b] for a, b in zip(starts, ends, strict=True)], tailed)
     head = head.copy()
-    for a in (*arrays, head, skip):
+    # walked from these alone, the headless walk reads no first-level node it would skip:
+    # after a compile, each was a cache miss (a string body's first entry: 40-75 us of it)
+    roots = np.flatnonzero((vocab.node_depth == 1) & ~skip).astype(np.int32)
+    for a in (*arrays, head, skip, roots):
         a.flags.writeable = False
-    return Tails(*arrays, head, skip)
+    return Tails(*arrays, head, skip, roots)
 
 
 def _tail_trie(tails: list[bytes], tokens: np.ndarray) -> tuple[np.ndarray, ...]:

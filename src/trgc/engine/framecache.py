@@ -42,8 +42,9 @@ from trgc.engine.cache import MaskCache
 from trgc.engine.config import STATE_MASK
 from trgc.engine.counted import base_key, derivable, derive
 from trgc.engine.diskcache import DiskCache, EntryKey
-from trgc.engine.precompute import FrameEntry
+from trgc.engine.precompute import FrameEntry, slice_of
 from trgc.engine.residual import residual_id
+from trgc.engine.runs import run_of
 from trgc.errors import TrgcError
 
 KIND = "frame"
@@ -166,9 +167,6 @@ def cheap(binding: Binding, key: int) -> bool:
     kept in memory only."""
     if walk_bound(binding)[key & STATE_MASK] <= DESCRIBE_ABOVE_NODES:
         return True
-    from trgc.engine.precompute import slice_of
-    from trgc.engine.runs import run_of
-
     return run_of(binding, key) is not None or slice_of(binding, key)[2] is not None
 
 

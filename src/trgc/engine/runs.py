@@ -31,8 +31,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from trgc.engine.bits import pack
-from trgc.engine.config import STATE_MASK, Tables
-from trgc.engine.kernel import Scratch, run_walk, whole_trie
+from trgc.engine.config import STATE_MASK
+from trgc.engine.kernel import Scratch, read_only, run_walk, whole_trie
 from trgc.engine.slices import NOT_MEMBER, WORD, Slice, ascii_dfa, default_slices
 
 _DIGITS = b"0123456789"
@@ -72,104 +72,63 @@ class Run:
     height: int
 
 
-class _Runs:
-    """The runs of one binding's states, each chain's answer kept for every state on it, from
-    the states acting as a class does (`_facts`: their class and the state they shift to)."""
-
-    def __init__(self, tables: Tables, longest: int, facts: tuple[np.ndarray, ...]) -> None:
-        self.tables = tables
-        self.longest = longest
-        self.found: dict[int, Run | None] = {}
-        _, self.kind, self.succ, inside = facts
-        self.inside = inside  # class x symbol: the byte classes of each class
-
-    def step(self, g: int) -> tuple[int, int] | None:
-        """(class, next state) when state `g` acts on exactly the bytes of one class, all by
-        one shift to the same state, and cannot end its frame; else None."""
-        c = int(self.kind[g])
-        return None if c < 0 else (c, int(self.succ[g]))
-
-    def of(self, g: int) -> Run | None:
-        """The `Run` of state `g`, or None; every state of its chain answered at once."""
-        if g in self.found:
-            return self.found[g]
-        first = self.step(g)
-        if first is None:
-            self.found[g] = None
-            return None
-        c, end = first
-        chain = [g]
-        while len(chain) <= self.longest:
-            nxt = self.step(end)
-            if nxt is None or nxt[0] != c:
-                break
-            chain.append(end)
-            end = nxt[1]
-        tables = self.tables
-        if len(chain) > self.longest:  # no token gets past the run: its end is not needed
-            # (the other states of the chain are nearer its end than this one shows)
-            self.found[g] = Run(
-                c, len(chain), -1, int(tables.cost[g]) + int(tables.need_more[chain].max())
-            )
-            return self.found[g]
-        if (tables.next[end][self.inside[c]] != -1).any() or (
-            tables.accepting[end] and tables.has_caller[end]
-        ):
-            for state in chain:  # a token longer than the run may go on: walked
-                self.found[state] = None
-            return None
-        need = tables.need_more
-        top = int(need[end])
-        for i in range(len(chain) - 1, -1, -1):
-            top = max(top, int(need[chain[i]]))
-            state = chain[i]
-            self.found[state] = Run(c, len(chain) - i, end, int(tables.cost[state]) + top)
-        return self.found[g]
-
-
 def run_states(binding) -> np.ndarray:
-    """bool[n_states]: the states in a run whose end is known (`run_of` finds them all; a state
-    farther from its run's end than the longest token is only sometimes here), for every
-    state at once in one compiled call (`_facts`). A matcher walks none of them inside
-    `kernel.cold_mask` (`Matcher._cheap`): their walk bound is small by the trie's measure (62
-    first bytes), their walk is not. Asked state by state (`run_of`), the states that look
-    like one (a digit after a decimal point, thousands in a corpus) cost 300-600 us per
-    artifact in its first mask, and in numpy, 100-400 us."""
-    return _facts(binding)[0]
+    """bool[n_states]: the states in a run (those `run_of` answers), for every state at once
+    in one compiled call (`_facts`). A matcher walks none of them inside `kernel.cold_mask`
+    (`Matcher._cheap`): their walk bound is small by the trie's measure (62 first bytes),
+    their walk is not. Asked state by state in Python, the states that look like one (a digit
+    after a decimal point, thousands in a corpus) cost 300-600 us per artifact in its first
+    mask, and in numpy, 100-400 us."""
+    return _facts(binding)[1] > 0
+
+
+def run_of(binding, key: int) -> Run | None:
+    """The `Run` of frame key `key` in `binding` (None for a counted frame or a state outside
+    a run). A run longer than the longest token shows no more than `longest + 1` bytes and no
+    end: no token gets past it."""
+    if key > STATE_MASK:
+        return None
+    kind, length, end, top = _facts(binding)
+    if length[key] <= 0:
+        return None
+    longest = binding.trie_depth
+    far = length[key] > longest
+    return Run(int(kind[key]), int(min(length[key], longest + 1)), -1 if far else int(end[key]),
+               int(binding.tables.cost[key]) + int(top[key]))  # fmt: skip
 
 
 def _facts(binding) -> tuple[np.ndarray, ...]:
-    """(`run_states`; per state, the class it acts as (-1: none) and the state it shifts to;
-    bool[classes, symbols]: the byte classes of each catalogue class that is a union of
-    them, none for the others), made once per binding in one compiled call."""
+    """Per state (read-only int64 arrays, made once per binding in one compiled call): the
+    class it acts as (-1: none), the bytes of its run (0: not in one), the state after the
+    run, and the largest completion need from the state to that one (`_find_runs`)."""
 
     def make(b) -> tuple[np.ndarray, ...]:
         t = b.tables
-        n_states, n_symbols = t.next.shape
-        found = np.zeros(n_states, dtype=np.bool_)
-        inside = np.zeros((len(RUN_CLASSES), n_symbols), dtype=np.bool_)
-        scratch = np.empty((4, n_states), dtype=np.int64)
+        out = np.zeros((4, t.next.shape[0]), dtype=np.int64)
+        path = np.empty(t.next.shape[0], dtype=np.int64)
         _facts_jitted()(t.next, t.byte_class.astype(np.int64), t.accepting, t.is_repeat,
-                        t.has_caller, _ALLOWED, inside, scratch, found)  # fmt: skip
-        out = (found, scratch[0].copy(), scratch[1].copy(), inside)
-        for a in out:
-            a.flags.writeable = False
-        return out
+                        t.has_caller, t.need_more, _ALLOWED, path, out)  # fmt: skip
+        out.flags.writeable = False
+        return tuple(out)
 
     return binding.derived("runs.facts", make)
 
 
-def _find_runs(next_, byte_class, accepting, is_repeat, has_caller, allowed, inside, scratch,
-               found):  # fmt: skip
-    """`_facts`, compiled: per catalogue class its byte classes (`inside`, left empty when a
-    byte outside the class shares one); per state the first class whose byte classes are
-    exactly those it acts on, all by one shift to one state (`_Runs.step`'s test), and that
-    state (`scratch[0]`, `scratch[1]`); each chain's last state by pointer doubling
-    (`scratch[2]`, `scratch[3]`); a run (`found`) where the state after the last takes no
-    byte of the class and cannot return to a caller that might."""
+def _find_runs(next_, byte_class, accepting, is_repeat, has_caller, need, allowed, path, out):
+    """`_facts`, compiled, into the rows of `out` (kind, length, end, top).
+
+    A catalogue class counts when it is a union of the artifact's byte classes. A state acts
+    as class c when it is not accepting, not counted, and acts on exactly c's byte classes,
+    all by one shift to one state (its successor). Its chain goes on while successors act as
+    c; the state after the last (`end`) closes a run when it takes no byte of c and cannot
+    return to a caller that might. Each chain is followed once, from its first unknown state
+    to a known one or its end (`path`), and its states answered backwards; a chain that
+    cycles, or whose end fails, is no run (length -1)."""
     n_states, n_symbols = next_.shape
     n_classes = allowed.shape[0]
+    inside = np.zeros((n_classes, n_symbols), dtype=np.bool_)
     outside = np.zeros((n_classes, n_symbols), dtype=np.bool_)
+    size = np.zeros(n_classes, dtype=np.int64)  # byte classes of each counting class
     for c in range(n_classes):
         for b in range(256):
             if allowed[c, b]:
@@ -179,15 +138,13 @@ def _find_runs(next_, byte_class, accepting, is_repeat, has_caller, allowed, ins
         for s in range(n_symbols):
             if inside[c, s] and outside[c, s]:
                 inside[c, :] = False
+                size[c] = 0
                 break
-    size = np.zeros(n_classes, dtype=np.int64)  # byte classes of each class
-    for c in range(n_classes):
-        for s in range(n_symbols):
             size[c] += inside[c, s]
-    kind, succ, last, nxt = scratch[0], scratch[1], scratch[2], scratch[3]
+    kind, length, end, top = out[0], out[1], out[2], out[3]
+    succ = np.empty(n_states, dtype=np.int64)
     for g in range(n_states):
         kind[g] = -1
-        succ[g] = g
         if accepting[g] or is_repeat[g]:
             continue
         n_acts = 0
@@ -196,44 +153,54 @@ def _find_runs(next_, byte_class, accepting, is_repeat, has_caller, allowed, ins
         for c in range(n_classes):
             if size[c] != n_acts or n_acts == 0:
                 continue
-            target = -2
+            target = -1  # the one state every action shifts to (a call is none)
             for s in range(n_symbols):
-                acts = next_[g, s] != -1
-                if acts != inside[c, s]:
-                    target = -2
+                action = next_[g, s]
+                if (
+                    (action != -1) != inside[c, s]
+                    or action < -1
+                    or (action >= 0 and target >= 0 and action != target)
+                ):
+                    target = -1
                     break
-                if acts:
-                    if target == -2:
-                        target = next_[g, s]
-                    elif next_[g, s] != target:
-                        target = -2
-                        break
+                if action >= 0:
+                    target = action
             if target >= 0:
                 kind[g] = c
                 succ[g] = target
                 break
     for g in range(n_states):
-        last[g] = succ[g] if kind[g] >= 0 and kind[succ[g]] == kind[g] else g
-    steps = 1
-    while steps < 2 * n_states:
-        for g in range(n_states):
-            nxt[g] = last[last[g]]
-        for g in range(n_states):
-            last[g] = nxt[g]
-        steps *= 2
-    for g in range(n_states):
-        found[g] = False
-        if kind[g] < 0 or last[last[g]] != last[g]:  # a chain that cycles ends nowhere
+        if kind[g] < 0 or length[g] != 0:
             continue
-        end = succ[last[g]]
-        if accepting[end] and has_caller[end]:
-            continue
-        ok = True
-        for s in range(n_symbols):
-            if inside[kind[g], s] and next_[end, s] != -1:
-                ok = False
+        n_path = 0
+        x = g
+        while True:
+            length[x] = -2  # on the path
+            path[n_path] = x
+            n_path += 1
+            y = succ[x]
+            if kind[y] != kind[x]:  # x is the chain's last state, y its end
+                ok = not (accepting[y] and has_caller[y])
+                for s in range(n_symbols):
+                    if inside[kind[x], s] and next_[y, s] != -1:
+                        ok = False
+                d, t, e = (0, need[y], y) if ok else (-1, 0, -1)
                 break
-        found[g] = ok
+            if length[y] == -2:  # a cycle
+                d, t, e = -1, 0, -1
+                break
+            if length[y] != 0:  # answered before
+                d, t, e = length[y], top[y], end[y]
+                break
+            x = y
+        for i in range(n_path - 1, -1, -1):
+            p = path[i]
+            if d < 0:
+                length[p] = -1
+                continue
+            d += 1
+            t = max(t, need[p])
+            length[p], top[p], end[p] = d, t, e
 
 
 @functools.cache
@@ -241,19 +208,6 @@ def _facts_jitted():
     from numba import njit
 
     return njit(cache=True, nogil=True)(_find_runs)
-
-
-def run_of(binding, key: int) -> Run | None:
-    """The `Run` of frame key `key` in `binding` (None for a counted frame or a state outside
-    a run)."""
-    if key > STATE_MASK:
-        return None
-    return _runs(binding).of(key)
-
-
-def _runs(binding) -> _Runs:
-    """The binding's `_Runs`, made on first use."""
-    return binding.derived("runs", lambda b: _Runs(b.tables, b.trie_depth, _facts(b)))
 
 
 def _words(binding, piece: int, length: int) -> tuple[np.ndarray, np.ndarray]:
@@ -269,19 +223,17 @@ def _by_length(binding, piece: int) -> tuple[np.ndarray, np.ndarray]:
     second the tokens whose head has r bytes (the last row empty: longer heads are none). Made
     for one length at a time, each new length of a run cost a pass over the vocabulary inside
     a mask (300-500 us), and a hex digest's run has forty."""
-    kept = binding.vocab._lazy.setdefault("runs.words", {})
-    found = kept.get(piece)
-    if found is None:
-        counts, _, heads = binding.slices().raw.of_dfa(RUN_CLASSES[piece].dfa)
-        size = np.where((counts > 0) & (counts != NOT_MEMBER), counts, 0)
-        lengths = np.arange(int(size.max()) + 1)[:, None]
-        members = pack((size > 0) & (size <= lengths))
-        headed = pack(heads == np.arange(int(heads.max()) + 2)[:, None])
-        headed[0] = 0  # a head of no bytes is no head
-        for a in (members, headed):
-            a.flags.writeable = False
-        found = kept.setdefault(piece, (members, headed))
-    return found
+    return binding.vocab.derived(("runs.words", piece), lambda _: _rows(binding, piece))
+
+
+def _rows(binding, piece: int) -> tuple[np.ndarray, np.ndarray]:
+    """`_by_length`, made."""
+    counts, _, heads = binding.slices().raw.of_dfa(RUN_CLASSES[piece].dfa)
+    size = np.where((counts > 0) & (counts != NOT_MEMBER), counts, 0)
+    members = pack((size > 0) & (size <= np.arange(int(size.max()) + 1)[:, None]))
+    headed = pack(heads == np.arange(int(heads.max()) + 2)[:, None])
+    headed[0] = 0  # a head of no bytes is no head
+    return read_only(members), read_only(headed)
 
 
 def run_entry(binding, key: int, run: Run, scratch: Scratch):

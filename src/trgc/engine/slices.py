@@ -97,7 +97,7 @@ def ascii_dfa(allowed: bytes) -> np.ndarray:
     return dfa
 
 
-WORD_BYTES = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_"
+_WORD_BYTES = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_"
 
 
 @functools.cache
@@ -117,7 +117,7 @@ def default_slices() -> tuple[Slice, ...]:
         Slice("string{1,10}", text, 10),
         Slice("whitespace", _whitespace_dfa(), 0),
         Slice("string-dot", _without_line_separators(text), 0, tails=True),
-        Slice("word", ascii_dfa(WORD_BYTES), 0, tails=True),
+        Slice("word", ascii_dfa(_WORD_BYTES), 0, tails=True),
     )
 
 

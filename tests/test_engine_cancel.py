@@ -98,7 +98,7 @@ def test_a_cancelled_walk_raises_and_leaves_no_entry(tmp_path, monkeypatch):
     assert cache.get(framecache.memory_key(b, key, rid)) is None  # no frame entry
     longest = b.trie_depth
     assert cache.get((*b.key, mask_key(config, longest))) is None  # no whole-configuration mask
-    assert mask_key(config, longest) not in m._store.masks  # nor one in the mask store
+    assert mask_key(config, longest) not in m._store  # nor one in the mask store
     assert len(cache) == 1  # the (empty) mask store is all the memory cache holds
     assert disk.flush(30) and not list(disk.layout.rglob("*.entry"))
     # the same matcher (and its scratch) computes the exact mask afterwards

@@ -267,7 +267,7 @@ def test_matchers_sharing_a_memory_cache_share_one_store(tmp_path):
     assert first._store is second._store and disk.stats.hits == 1
     before = len(loaded(first._store))
     other = seeded_walk(second, seed=9)
-    assert len(first._store.masks) > before
+    assert first._store.size > before
     assert disk.flush(60)
     assert set(replay(DiskCache(tmp_path), other)) == {"store"}
     assert set(replay(DiskCache(tmp_path), tokens)) == {"store"}
@@ -275,12 +275,38 @@ def test_matchers_sharing_a_memory_cache_share_one_store(tmp_path):
     assert alone._store is not first._store
 
 
+def test_walked_masks_are_walked_again_by_the_publisher(tmp_path):
+    """A one-frame mask the matcher walked into its scratch is not copied there: the store
+    holds its configuration, its publisher walks it again (`kernel.one_frame_masks`) when it
+    writes the store, and what it writes is the mask the matcher gave."""
+    disk = DiskCache(tmp_path)
+    m = fresh_matcher(disk)
+    rng = np.random.default_rng(7)
+    given = {}
+    for _ in range(STEPS):
+        given[m.config] = m.allowed_tokens_packed().view(np.uint32)
+        allowed = np.flatnonzero(m.allowed_tokens() & m._binding.byte_token)
+        if not allowed.size:
+            break
+        m.advance(int(rng.choice(allowed)))
+    store = m._store
+    walked = set(store._walked)
+    assert len(walked) >= 5 and walked.isdisjoint(store.masks)
+    assert all(key in store and key in given for key in walked)
+    assert disk.flush(60)
+    published = decode_store(m._binding, disk.get(store_key(m._binding)))
+    assert walked <= published.keys()
+    longest = m._binding.trie_depth
+    for config, words in given.items():
+        assert (published[mask_key(config, longest)].words() == words).all(), config
+
+
 def test_the_store_is_bounded(tmp_path, monkeypatch):
     monkeypatch.setattr(maskstore, "MAX_CONFIGS", 5)
     disk = DiskCache(tmp_path)
     m = fresh_matcher(disk)
     seeded_walk(m, seed=7)
-    assert len(m._store.masks) == 5
+    assert m._store.size == 5
     assert disk.flush(60)
     assert len(loaded(MaskStore(m._binding, DiskCache(tmp_path)))) == 5
 
@@ -294,7 +320,7 @@ def test_store_keys_are_mask_keys(tmp_path):
     longest = m._binding.trie_depth
     for config in m._history:
         if config is not None:
-            assert mask_key(config, longest) in m._store.masks
+            assert mask_key(config, longest) in m._store
 
 
 CHILD = """

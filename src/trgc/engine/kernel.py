@@ -923,6 +923,19 @@ def cold_mask(
     return sc.item(C_DIRECT) != 0
 
 
+def one_frame_masks(binding: Binding, tops: list[int]) -> list[np.ndarray]:
+    """The masks of the one-frame configurations `(top,)`, `top` in `tops` (frame keys
+    without counters), as new arrays: each walked by `cold_mask` with its entry, as a
+    matcher walks them, over a scratch of their own, so that a thread other than the
+    matcher's can call it (the mask store's publisher: `MaskStore.add_walked`)."""
+    scratch = Scratch(binding)
+    out = []
+    for top in tops:
+        direct = cold_mask(scratch, (top,), scratch.words, None, scratch.entry)
+        out.append((scratch.entry if direct else scratch.words).copy())
+    return out
+
+
 def computed_entry(scratch: Scratch) -> tuple[np.ndarray, int]:
     """(open roots, height) of the entry the last `cold_mask` without `known` walked."""
     sc = scratch.sc

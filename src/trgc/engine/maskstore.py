@@ -46,12 +46,21 @@ store holds at most `MAX_CONFIGS` configurations; it is republished (replacing t
 a quiet moment whenever its matcher computed new masks, so when several processes extend one
 store at once the last writer's whole store wins (every version is a sound store; the
 others' new masks are computed again later).
+
+A mask the matcher walked into its scratch (a one-frame configuration whose walk is small:
+`Matcher._one_frame_plan`'s `WALKED`) is not copied into the store as it is made: the store
+holds its configuration (`add_walked`) and the publisher walks it again when it writes the
+store (`kernel.one_frame_masks`, a scratch of its own, the kernel without the interpreter
+lock), so a matcher with a disk cache costs a new schema what one without costs it. Keeping
+a copy of each (16 KB of new memory on Llama-3) or scanning it for a sparse form made every
+such mask 6-20 us slower than the same mask without a store.
 """
 
 from __future__ import annotations
 
 import functools
 import struct
+from collections.abc import Callable
 
 import numpy as np
 
@@ -321,6 +330,11 @@ class MaskStore:
         self._rest: tuple | None = None  # the arguments of `decode_rest` while pending
         self._unread = False  # the store entry is still to be read (the start entry answered)
         self._publishing = False
+        # one-frame configurations whose masks the publisher walks (`add_walked`), how, and
+        # the masks it walked (touched by the publisher's thread only)
+        self._walked: dict[MaskKey, None] = {}
+        self._walk: Callable[[Binding, list[int]], list[np.ndarray]] | None = None
+        self._walked_masks: dict[MaskKey, np.ndarray] = {}
         self._link = binding.artifact._cache.get(START_LINK)
         self._start_published = False
         if self._link is not None:
@@ -415,6 +429,14 @@ class MaskStore:
         loaded.update(self.masks)
         self.masks = loaded
 
+    @property
+    def size(self) -> int:
+        """Configurations held: the masks kept and the configurations to walk."""
+        return len(self.masks) + len(self._walked)
+
+    def __contains__(self, key: MaskKey) -> bool:
+        return key in self.masks or key in self._walked
+
     def add(self, key: MaskKey, words: np.ndarray) -> None:
         """Keep a mask computed now and schedule a republication (unless one is pending or
         the store is full). It is kept as a view of `words` (read-only, and held by the
@@ -424,20 +446,47 @@ class MaskStore:
         store is written, in the publisher's thread."""
         if self.pending:
             self.load_rest()
-        if len(self.masks) >= MAX_CONFIGS:
+        if self.size >= MAX_CONFIGS:
             return
         form = self.masks[key] = maskform.Dense.of(words)
         if key == START:
             self._publish_start(form)
+        self._republish()
+
+    def add_walked(
+        self, key: MaskKey, walk: Callable[[Binding, list[int]], list[np.ndarray]]
+    ) -> None:
+        """Keep the one-frame configuration `key` (not the start one), whose mask the matcher
+        walked into its scratch, to be walked again by `walk(binding, [top, ...])` (the
+        kernel's `one_frame_masks`) in the publisher's thread when the store is written: a
+        copy kept now (new memory) or a scan for a sparse form cost more than the walk itself.
+        Until then this process walks it again when it comes back, as a matcher without a
+        store does."""
+        if self.pending:
+            self.load_rest()
+        if key in self._walked or self.size >= MAX_CONFIGS:
+            return
+        self._walked[key] = None
+        self._walk = walk
+        self._republish()
+
+    def _republish(self) -> None:
         if not self._publishing:
             self._publishing = True
             self._disk.put_later(self._key, self._payload, replace=True)
 
     def _payload(self) -> bytes:
         """Run by the publisher thread: a snapshot of the masks so far (a dict copy is atomic
-        under the interpreter lock)."""
+        under the interpreter lock), with the walked configurations' masks walked now."""
         self._publishing = False
-        return encode_store(self._binding.n_words, dict(self.masks))
+        masks: dict[MaskKey, object] = dict(self.masks)
+        todo = [key for key in list(self._walked) if key not in self._walked_masks]
+        if todo:
+            assert self._walk is not None
+            walked = self._walk(self._binding, [key[0] for key in todo])
+            self._walked_masks.update(zip(todo, walked, strict=True))
+        masks.update(self._walked_masks)
+        return encode_store(self._binding.n_words, masks)
 
 
 def shared_store(binding: Binding, disk: DiskCache, cache: MaskCache) -> MaskStore:

@@ -58,6 +58,7 @@ from trgc.engine.kernel import (
     cold_mask,
     computed_entry,
     mask_words,
+    one_frame_masks,
     phases_run,
     run_walk,
 )
@@ -313,11 +314,13 @@ class Matcher:
                 words = self._cache.put(key, mask_words(binding, config, self._scratch), 0)
             return words
         store = self._store
-        if len(config) == 1 and store is None:
+        if len(config) == 1:
             top = config[0]
             if top <= STATE_MASK and (plan := self._one_frame_plan[top]):
                 words = self._one_frame(top, plan)
                 if words is not None:
+                    if store is not None:
+                        self._keep(store, config, plan, words)
                     return words
         mkey = config if max(config) <= STATE_MASK else mask_key(config, self._longest)
         if store is not None:
@@ -336,6 +339,20 @@ class Matcher:
         if store is not None:
             store.add(mkey, words)
         return words
+
+    def _keep(self, store: MaskStore, config: Config, plan: int, words: np.ndarray) -> None:
+        """Give the store the mask of the one-frame configuration `config`, made by plan
+        `plan`. A `WALKED` mask is in the scratch: keeping it would take a copy or a scan of
+        its words now, and a store-bearing matcher paid 6-20 us a mask more than one without
+        (paired, the same masks) for keeping them; the store's publisher walks it again
+        instead, in a quiet moment (`MaskStore.add_walked`). The start mask is copied now: the
+        start entry publishes it with the artifact."""
+        if plan != WALKED:
+            store.add(config, words)
+        elif config == START:
+            store.add(config, words.copy())
+        else:
+            store.add_walked(config, one_frame_masks)
 
     def _compute(self, config: Config, key: tuple) -> np.ndarray:
         """The mask at `config` (kept in the in-memory cache under `key`, whose last item is

@@ -923,17 +923,22 @@ def cold_mask(
     return sc.item(C_DIRECT) != 0
 
 
+def walked_mask(scratch: Scratch, top: int) -> np.ndarray:
+    """The mask of the one-frame configuration `(top,)` (a frame key without counters),
+    walked with its entry by `cold_mask` into the scratch: its entry's buffer when the accept
+    set is the whole mask, else its words (a full walk near `max_depth`). Valid until the
+    scratch's next walk."""
+    if cold_mask(scratch, (top,), scratch.words, None, scratch.entry):
+        return scratch.entry
+    return scratch.words
+
+
 def one_frame_masks(binding: Binding, tops: list[int]) -> list[np.ndarray]:
-    """The masks of the one-frame configurations `(top,)`, `top` in `tops` (frame keys
-    without counters), as new arrays: each walked by `cold_mask` with its entry, as a
-    matcher walks them, over a scratch of their own, so that a thread other than the
-    matcher's can call it (the mask store's publisher: `MaskStore.add_walked`)."""
+    """`walked_mask` of each of `tops`, as new arrays, over a scratch of their own, so that a
+    thread other than the matcher's can call it (the mask store's publisher:
+    `MaskStore.add_walked`)."""
     scratch = Scratch(binding)
-    out = []
-    for top in tops:
-        direct = cold_mask(scratch, (top,), scratch.words, None, scratch.entry)
-        out.append((scratch.entry if direct else scratch.words).copy())
-    return out
+    return [walked_mask(scratch, top).copy() for top in tops]
 
 
 def computed_entry(scratch: Scratch) -> tuple[np.ndarray, int]:

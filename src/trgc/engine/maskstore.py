@@ -60,7 +60,6 @@ from __future__ import annotations
 
 import functools
 import struct
-from collections.abc import Callable
 
 import numpy as np
 
@@ -70,6 +69,7 @@ from trgc.engine.bits import pack
 from trgc.engine.cache import MaskCache
 from trgc.engine.config import CLIP_MASK, START, STATE_MASK
 from trgc.engine.diskcache import DiskCache, EntryKey
+from trgc.engine.kernel import one_frame_masks
 from trgc.errors import TrgcError
 
 KIND = "masks"
@@ -330,10 +330,9 @@ class MaskStore:
         self._rest: tuple | None = None  # the arguments of `decode_rest` while pending
         self._unread = False  # the store entry is still to be read (the start entry answered)
         self._publishing = False
-        # one-frame configurations whose masks the publisher walks (`add_walked`), how, and
-        # the masks it walked (touched by the publisher's thread only)
+        # one-frame configurations whose masks the publisher walks (`add_walked`), and the
+        # masks it walked (touched by the publisher's thread only)
         self._walked: dict[MaskKey, None] = {}
-        self._walk: Callable[[Binding, list[int]], list[np.ndarray]] | None = None
         self._walked_masks: dict[MaskKey, np.ndarray] = {}
         self._link = binding.artifact._cache.get(START_LINK)
         self._start_published = False
@@ -453,21 +452,17 @@ class MaskStore:
             self._publish_start(form)
         self._republish()
 
-    def add_walked(
-        self, key: MaskKey, walk: Callable[[Binding, list[int]], list[np.ndarray]]
-    ) -> None:
+    def add_walked(self, key: MaskKey) -> None:
         """Keep the one-frame configuration `key` (not the start one), whose mask the matcher
-        walked into its scratch, to be walked again by `walk(binding, [top, ...])` (the
-        kernel's `one_frame_masks`) in the publisher's thread when the store is written: a
-        copy kept now (new memory) or a scan for a sparse form cost more than the walk itself.
-        Until then this process walks it again when it comes back, as a matcher without a
-        store does."""
+        walked into its scratch, to be walked again (`kernel.one_frame_masks`) in the
+        publisher's thread when the store is written: a copy kept now (new memory) or a scan
+        for a sparse form cost more than the walk itself. Until then this process walks it
+        again when it comes back, as a matcher without a store does."""
         if self.pending:
             self.load_rest()
         if key in self._walked or self.size >= MAX_CONFIGS:
             return
         self._walked[key] = None
-        self._walk = walk
         self._republish()
 
     def _republish(self) -> None:
@@ -482,8 +477,7 @@ class MaskStore:
         masks: dict[MaskKey, object] = dict(self.masks)
         todo = [key for key in list(self._walked) if key not in self._walked_masks]
         if todo:
-            assert self._walk is not None
-            walked = self._walk(self._binding, [key[0] for key in todo])
+            walked = one_frame_masks(self._binding, [key[0] for key in todo])
             self._walked_masks.update(zip(todo, walked, strict=True))
         masks.update(self._walked_masks)
         return encode_store(self._binding.n_words, masks)

@@ -58,9 +58,9 @@ from trgc.engine.kernel import (
     cold_mask,
     computed_entry,
     mask_words,
-    one_frame_masks,
     phases_run,
     run_walk,
+    walked_mask,
 )
 from trgc.engine.maskform import Dense, Form, Row
 from trgc.engine.maskstore import MaskStore, shared_store
@@ -352,7 +352,7 @@ class Matcher:
         elif config == START:
             store.add(config, words.copy())
         else:
-            store.add_walked(config, one_frame_masks)
+            store.add_walked(config)
 
     def _compute(self, config: Config, key: tuple) -> np.ndarray:
         """The mask at `config` (kept in the in-memory cache under `key`, whose last item is
@@ -449,11 +449,8 @@ class Matcher:
         and copied out) cost more than walking them again. The scratch's words are returned
         as they are: the caller reads them before the next mask."""
         if plan == WALKED:
-            scratch = self._scratch
             self.last_source = "walk"
-            if cold_mask(scratch, (top,), scratch.words, None, scratch.entry):
-                return scratch.entry
-            return scratch.words  # a full walk near max_depth: the mask whole
+            return walked_mask(self._scratch, top)
         if plan == ENTRY:
             self.last_source = "frame"  # unless `_frame` computes it now
             entry = self._frame(top)

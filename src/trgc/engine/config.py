@@ -31,7 +31,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from trgc.artifact.model import REPEAT, Artifact, entry_counters, restarted
+from trgc.artifact.model import REPEAT, UNLIMITED, Artifact, restarted
 from trgc.artifact.stepper import frame_capacity
 from trgc.errors import TrgcError
 
@@ -115,51 +115,34 @@ class ShiftViews(NamedTuple):
 
 
 def flatten(artifact: Artifact) -> Tables:
-    """The global-state form of `artifact` (memoised on the artifact)."""
+    """The global-state form of `artifact` (memoised on the artifact).
+
+    Every machine's rows are renumbered in one compiled pass (`_globalize`, numba is loaded
+    here anyway for `_need`): the numpy form, a where per action kind over int64 copies of the
+    whole table, took a sixth of `flatten`, which a new artifact pays on the way to its first
+    mask."""
     cached = artifact._cache.get("engine.tables")
     if cached is not None:
         return cached
     machines = artifact.machines
-    sizes = [m.n_states for m in machines]
-    state_offset = np.zeros(len(sizes) + 1, dtype=np.int32)
-    state_offset[1:] = np.cumsum(sizes, dtype=np.int64)
-    call_sizes = [int(m.calls.shape[0]) for m in machines]
-    call_offset = np.zeros(len(call_sizes) + 1, dtype=np.int64)
-    call_offset[1:] = np.cumsum(call_sizes, dtype=np.int64)
-    n_symbols = artifact.n_symbols
+    sizes = np.array([m.n_states for m in machines], dtype=np.int64)
+    state_offset = np.zeros(len(machines) + 1, dtype=np.int32)
+    state_offset[1:] = np.cumsum(sizes)
+    call_sizes = np.array([m.calls.shape[0] for m in machines], dtype=np.int64)
+    call_offset = np.zeros(len(machines) + 1, dtype=np.int64)
+    call_offset[1:] = np.cumsum(call_sizes)
+    machine_of = np.repeat(np.arange(len(machines), dtype=np.int32), sizes)
     n_global = int(state_offset[-1])
-    gcalls = np.empty((int(call_offset[-1]), 2), dtype=np.int32)
-    entry = np.zeros((int(call_offset[-1]), 2), dtype=np.int64)
-    machine_of = np.repeat(np.arange(len(sizes), dtype=np.int32), sizes)
-    # every machine's rows at once: shifts move by the machine's first state, call edges by
-    # its first call (-2 - k becomes -2 - (k + first call))
-    local = np.concatenate([np.asarray(m.next, dtype=np.int64) for m in machines]).reshape(
-        n_global, n_symbols
-    )
-    first_state = state_offset[:-1].astype(np.int64)[machine_of, None]
-    gnext = np.where(
-        local >= 0,
-        local + first_state,
-        np.where(local <= -2, local - call_offset[:-1][machine_of, None], local),
-    ).astype(np.int32)
-    for m, machine in enumerate(machines):
-        lo = int(state_offset[m])
-        if machine.calls.shape[0]:
-            calls = np.asarray(machine.calls, dtype=np.int64)
-            k0 = int(call_offset[m])
-            gcalls[k0 : k0 + calls.shape[0], 0] = state_offset[calls[:, 0]]
-            gcalls[k0 : k0 + calls.shape[0], 1] = calls[:, 1] + lo
-            for k, (low, high) in enumerate(machine.call_bounds.tolist()):
-                entry[k0 + k] = entry_counters(low, high)
-
-    def per_state(values) -> np.ndarray:
-        return np.asarray(values, dtype=np.int64)[machine_of]
-
-    accepting = np.concatenate([np.asarray(m.accepting, dtype=bool) for m in machines])
-    cost = per_state([m.depth_cost for m in machines])
+    local = np.concatenate([m.next for m in machines]).astype(np.int32, copy=False)
+    local = local.reshape(n_global, artifact.n_symbols)
+    gnext = np.empty(local.shape, dtype=np.int32)
+    _globalize_jitted()(local, machine_of, state_offset, call_offset, gnext)
+    gcalls, entry = _global_calls(machines, state_offset, call_sizes)
+    accepting = np.concatenate([m.accepting for m in machines]).astype(bool, copy=False)
+    cost = np.array([m.depth_cost for m in machines], dtype=np.int64)[machine_of]
     need = _need(gnext, gcalls, accepting, cost)
-    rep_start = per_state(state_offset[:-1])
-    is_repeat = per_state([m.kind == REPEAT for m in machines]).astype(bool)
+    rep_start = state_offset[:-1].astype(np.int64)[machine_of]
+    is_repeat = np.array([m.kind == REPEAT for m in machines], dtype=bool)[machine_of]
     tables = Tables(
         next=gnext,
         calls=gcalls,
@@ -180,6 +163,52 @@ def flatten(artifact: Artifact) -> Tables:
     )
     artifact._cache["engine.tables"] = tables
     return tables
+
+
+def _globalize(local, machine_of, state_offset, call_offset, out):
+    """`out[g, sym]`: machine-local action `local[g, sym]` over global numbers: a shift moves
+    by the machine's first state, a call edge `-2 - k` by its first call, `-1` stays."""
+    for g in range(local.shape[0]):
+        m = machine_of[g]
+        first_state = state_offset[m]
+        first_call = call_offset[m]
+        for c in range(local.shape[1]):
+            a = local[g, c]
+            if a >= 0:
+                out[g, c] = a + first_state
+            elif a <= -2:
+                out[g, c] = a - first_call
+            else:
+                out[g, c] = a
+
+
+@functools.cache
+def _globalize_jitted():
+    from numba import njit
+
+    return njit(cache=True, nogil=True)(_globalize)
+
+
+def _global_calls(
+    machines, state_offset: np.ndarray, call_sizes: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(int32[K, 2] call edges as (callee start state, return state), both global;
+    int64[K, 2] the (left, needed) counters of the frame each pushes: `entry_counters`)."""
+    n_calls = int(call_sizes.sum())
+    if not n_calls:
+        return np.zeros((0, 2), dtype=np.int32), np.zeros((0, 2), dtype=np.int64)
+    calls = np.concatenate([m.calls for m in machines]).astype(np.int64, copy=False)
+    bounds = np.concatenate([m.call_bounds for m in machines]).astype(np.int64, copy=False)
+    caller_first = np.repeat(state_offset[:-1].astype(np.int64), call_sizes)
+    gcalls = np.empty((n_calls, 2), dtype=np.int32)
+    gcalls[:, 0] = state_offset[calls[:, 0]]
+    gcalls[:, 1] = calls[:, 1] + caller_first
+    low, high = bounds[:, 0], bounds[:, 1]
+    entry = np.zeros((n_calls, 2), dtype=np.int64)
+    counted = low != 0
+    entry[:, 0] = np.where(counted, np.where(high == 0, UNLIMITED, high - 1), 0)
+    entry[:, 1] = np.where(counted, low - 1, 0)
+    return gcalls, entry
 
 
 def _called(n_machines: int, machine_of: np.ndarray, calls: np.ndarray) -> np.ndarray:

@@ -3,7 +3,7 @@
 The kernel, the reference masker and every cache read the flattened tables, so a mistake in
 them would be shared by the fast path and its oracle. These tests read the model instead: the
 renumbering of every action, call edge and counter, and, on seeded walks over every shipped
-artifact and a schema with counters and calls, `step` over the tables against
+artifact and a schema with nested counters and recursion, `step` over the tables against
 `trgc.artifact.stepper`, which executes the model directly.
 """
 
@@ -24,7 +24,8 @@ from trgc.engine.config import NEVER, START, flatten, frames, is_accepting, step
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = sorted((ROOT / "artifacts").glob("*.trga"))
 
-# calls into shared rules and counted repetitions, nested: every kind of call edge
+# counted repetitions called from the start rule and one from another, and the start rule
+# calling itself (`$ref: "#"`): counters pushed by calls, nested, beside recursion
 COUNTED = {
     "type": "object",
     "properties": {

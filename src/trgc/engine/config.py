@@ -31,7 +31,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from trgc.artifact.model import REPEAT, UNLIMITED, Artifact, restarted
+from trgc.artifact.model import REPEAT, Artifact, entry_counters, restarted
 from trgc.artifact.stepper import frame_capacity
 from trgc.errors import TrgcError
 
@@ -193,22 +193,15 @@ def _global_calls(
     machines, state_offset: np.ndarray, call_sizes: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """(int32[K, 2] call edges as (callee start state, return state), both global;
-    int64[K, 2] the (left, needed) counters of the frame each pushes: `entry_counters`)."""
-    n_calls = int(call_sizes.sum())
-    if not n_calls:
-        return np.zeros((0, 2), dtype=np.int32), np.zeros((0, 2), dtype=np.int64)
+    int64[K, 2] the (left, needed) counters of the frame each pushes, `entry_counters`)."""
     calls = np.concatenate([m.calls for m in machines]).astype(np.int64, copy=False)
-    bounds = np.concatenate([m.call_bounds for m in machines]).astype(np.int64, copy=False)
+    bounds = np.concatenate([m.call_bounds for m in machines]).tolist()
     caller_first = np.repeat(state_offset[:-1].astype(np.int64), call_sizes)
-    gcalls = np.empty((n_calls, 2), dtype=np.int32)
+    gcalls = np.empty((len(bounds), 2), dtype=np.int32)
     gcalls[:, 0] = state_offset[calls[:, 0]]
     gcalls[:, 1] = calls[:, 1] + caller_first
-    low, high = bounds[:, 0], bounds[:, 1]
-    entry = np.zeros((n_calls, 2), dtype=np.int64)
-    counted = low != 0
-    entry[:, 0] = np.where(counted, np.where(high == 0, UNLIMITED, high - 1), 0)
-    entry[:, 1] = np.where(counted, low - 1, 0)
-    return gcalls, entry
+    entry = np.array([entry_counters(low, high) for low, high in bounds], dtype=np.int64)
+    return gcalls, entry.reshape(len(bounds), 2)
 
 
 def _called(n_machines: int, machine_of: np.ndarray, calls: np.ndarray) -> np.ndarray:

@@ -385,13 +385,17 @@ def test_eos_named_by_the_grammar_is_a_symbol_first():
         assert (kernel.allowed_mask(b, config) == reference.allowed_mask(b, config)).all()
 
 
-def test_a_one_frame_string_body_mask_is_its_frame_entry_without_a_configuration_key():
+def test_a_one_frame_string_body_mask_is_its_frame_entry_without_a_configuration_key(
+    monkeypatch,
+):
     """A one-frame configuration whose state no cheap walk covers (a string body: its entry
     comes from `_frame`, walked by the slice's tails) is masked by its entry alone
     (`matcher.ENTRY`): no key of the configuration is made or kept, the entry is made once and
-    found again on the next character, and the mask is the reference's."""
+    found again on the next character, and the mask is the reference's. (The first mask makes
+    no string body's entry here, so that the body's first mask makes it.)"""
     import trgc
 
+    monkeypatch.setattr(matcher, "FIRST_ENTRIES", 0)
     tok = trgc.load_tokenizer(ROOT / "tokenizers/llama3/tokenizer.json.zst")
     schema = {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}
     cache = MaskCache()
@@ -409,6 +413,56 @@ def test_a_one_frame_string_body_mask_is_its_frame_entry_without_a_configuration
         assert len(cache) == before + (source == "walk")  # the entry, never the configuration
         assert cache.get((*b.key, config)) is None
         matches_reference(b, config, mask, rng, whole=False)
+
+
+def test_the_first_mask_makes_the_string_bodies_entries(monkeypatch):
+    """The first mask a matcher computes makes the entries of the first `FIRST_ENTRIES`
+    frames its slice plan walks by tails (the string bodies here), so that a string body's
+    first mask in the document finds its entry made ("frame", no walk), with the reference's
+    mask; beyond `FIRST_ENTRIES`, and in a matcher whose first computed mask comes after an
+    advance, a body's entry is made when it is met ("walk"). A matcher whose start mask is in
+    a shared cache still makes its bodies' entries."""
+    import trgc
+
+    tok = trgc.load_tokenizer(ROOT / "tokenizers/llama3/tokenizer.json.zst")
+    schema = {
+        "type": "object",
+        "properties": {name: {"type": "string"} for name in ("a", "b", "c")},
+        "required": ["a", "b", "c"],
+    }
+    art = trgc.compile_schema(schema, separators="compact")
+    bodies = (b'{"a":"x', b'{"a":"x","b":"y', b'{"a":"x","b":"y","c":"z')
+    rng = np.random.default_rng(11)
+
+    def first_sources(limit: int | None, advance_first: bool = False) -> list[str]:
+        if limit is not None:
+            monkeypatch.setattr(matcher, "FIRST_ENTRIES", limit)
+        m = Matcher(art, tok, cache=MaskCache())
+        b = m._binding
+        if advance_first:
+            m.advance(next(t for t in range(tok.vocab_size) if tok.token_bytes(t) == b"{"))
+        m.allowed_tokens()
+        assert advance_first or m.last_source == "walk"  # the start's own mask, walked
+        sources = []
+        for text in bodies:
+            config = step_bytes(b.tables, START, text)
+            m._history = [config]
+            mask = m.allowed_tokens()
+            sources.append(m.last_source)
+            matches_reference(b, config, mask, rng, whole=False)
+        return sources
+
+    assert first_sources(None) == ["frame", "frame", "frame"]
+    assert first_sources(1) == ["frame", "walk", "walk"]
+    assert first_sources(16, advance_first=True) == ["walk", "walk", "walk"]
+    monkeypatch.setattr(matcher, "WALKED_NODES", -1)  # the start's entry is kept
+    cache = MaskCache()
+    monkeypatch.setattr(matcher, "FIRST_ENTRIES", 0)
+    Matcher(art, tok, cache=cache).allowed_tokens()
+    monkeypatch.setattr(matcher, "FIRST_ENTRIES", 16)
+    m = Matcher(art, tok, cache=cache)
+    m.allowed_tokens()
+    assert m.last_source == "frame" and len(m._entries) == 3
 
 
 def test_a_one_frame_entry_keeps_max_depth():

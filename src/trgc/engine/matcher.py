@@ -86,7 +86,7 @@ ENTRIES_KEPT = 4096
 # frames walked by tails (string bodies, identifier loops) whose entries the first mask makes
 # (`Matcher._tail_entries`); over bench_live's Llama-3 sample an artifact has 2 at the median
 # and 27 at most, and a document meets nine in ten of them
-FIRST_ENTRIES = 16
+FIRST_ENTRIES = 32
 _INT32 = np.dtype(np.int32)
 
 

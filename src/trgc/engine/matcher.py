@@ -25,6 +25,7 @@ cache) or "walk" (a trie walk ran).
 from __future__ import annotations
 
 import functools
+import itertools
 from os import PathLike
 from typing import Any
 
@@ -230,10 +231,10 @@ class Matcher:
         maybe = slice_candidates(binding)
         slice_plan(binding)
         counted.prepare(binding)
+        if not self.n_advanced:
+            self._tail_entries()
         bound = walk_bound(binding)
         runs = run_states(binding) & (bound > WALKED_NODES)
-        if len(self._history) == 1:
-            self._tail_entries()
         return ((bound <= DESCRIBE_ABOVE_NODES) & ~maybe.any(axis=0) & ~runs).tolist()
 
     def _tail_entries(self) -> None:
@@ -244,8 +245,8 @@ class Matcher:
         the other here, the first costs about as much and the next ones about 80 us, and the
         document then finds them made. Only while nothing is advanced: a matcher whose first
         masks came from its store makes its entries as it meets them."""
-        tails = [key for key, (_, _, after) in slice_plan(self._binding).items() if after]
-        for key in tails[:FIRST_ENTRIES]:
+        tails = (key for key, (_, _, after) in slice_plan(self._binding).items() if after)
+        for key in itertools.islice(tails, FIRST_ENTRIES):
             self._frame(key)
 
     @functools.cached_property
